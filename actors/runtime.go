@@ -1,0 +1,164 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/redisio"
+)
+
+// ErrClosed is returned by Send once the runtime is closing.
+var ErrClosed = errors.New("runtime closed")
+
+// Kind names a lock primitive; the same name under two kinds is two actors.
+type Kind uint8
+
+// The lock kinds.
+const (
+	KindLock Kind = iota // reentrant lock (RedissonLock)
+)
+
+// Key identifies one lock actor within a runtime.
+type Key struct {
+	Kind Kind
+	Name string
+}
+
+// Config is what every lock actor of a runtime shares.
+type Config struct {
+	Watchdog  time.Duration // lease of watchdog-renewed holds; renewal every Watchdog/3
+	IdleAfter time.Duration // an actor with no holds and no waiters retires after this
+	Logger    *slog.Logger
+}
+
+// Runtime is the actor system of one Client and the registry of its lock
+// actors.
+type Runtime struct {
+	cfg    Config
+	system *actor.ActorSystem
+	io     *redisio.Conn
+	ps     *redisio.PubSub
+	ctx    context.Context // commands sent by actors; cancelled by Close
+	cancel context.CancelFunc
+
+	mu      sync.Mutex // serialises spawning and Close
+	closed  bool
+	locks   sync.Map       // Key -> *entry
+	running sync.WaitGroup // one count per lock actor until it has stopped
+}
+
+// NewRuntime starts an actor system for the lock actors of one Client.
+func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
+	if cfg.IdleAfter <= 0 {
+		cfg.IdleAfter = 5 * time.Second
+	}
+	log := cfg.Logger
+	system := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }),
+		actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Runtime{
+		cfg:    cfg,
+		system: system,
+		io:     redisio.NewConn(rdb),
+		ps:     redisio.NewPubSub(rdb, log),
+		ctx:    ctx,
+		cancel: cancel,
+	}
+}
+
+// IO is the runtime's Redis connection, for calls that need no actor.
+func (rt *Runtime) IO() *redisio.Conn { return rt.io }
+
+// Send delivers msg to the actor of key, spawning it if needed.
+func (rt *Runtime) Send(key Key, msg any) error {
+	e, err := rt.pin(key)
+	if err != nil {
+		return err
+	}
+	rt.system.Root.Send(e.pid, msg)
+	e.unpin()
+	return nil
+}
+
+// entry is a registry slot. refs counts senders between lookup and delivery;
+// an actor may retire only by swinging refs from 0 to retired, after which no
+// sender uses the slot, so no message can land in a stopped mailbox.
+type entry struct {
+	pid  *actor.PID
+	refs atomic.Int64
+}
+
+const retired = -1 << 40
+
+func (e *entry) pin() bool {
+	if e.refs.Add(1) > 0 {
+		return true
+	}
+	e.refs.Add(-1)
+	return false
+}
+
+func (e *entry) unpin()       { e.refs.Add(-1) }
+func (e *entry) retire() bool { return e.refs.CompareAndSwap(0, retired) }
+
+// pin finds or spawns the actor for key and pins its slot.
+func (rt *Runtime) pin(key Key) (*entry, error) {
+	if v, ok := rt.locks.Load(key); ok && v.(*entry).pin() {
+		return v.(*entry), nil
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.closed {
+		return nil, ErrClosed
+	}
+	if v, ok := rt.locks.Load(key); ok && v.(*entry).pin() {
+		return v.(*entry), nil
+	}
+	e := &entry{}
+	e.refs.Store(1)
+	props := actor.PropsFromProducer(func() actor.Actor { return newLockActor(rt, key, e) })
+	rt.running.Add(1)
+	e.pid = rt.system.Root.Spawn(props)
+	rt.locks.Store(key, e)
+	return e, nil
+}
+
+// forget removes a retired slot from the registry.
+func (rt *Runtime) forget(key Key, e *entry) { rt.locks.CompareAndDelete(key, e) }
+
+// Close stops every lock actor and waits for it, then drops the pub/sub
+// connection and waits for commands still running on behalf of callers that
+// left. Holds are not released in Redis.
+func (rt *Runtime) Close() {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return
+	}
+	rt.closed = true
+	rt.mu.Unlock()
+
+	rt.cancel()
+	var stops []*actor.Future
+	rt.locks.Range(func(k, v any) bool {
+		stops = append(stops, rt.system.Root.StopFuture(v.(*entry).pid))
+		rt.locks.Delete(k)
+		return true
+	})
+	for _, f := range stops {
+		_ = f.Wait()
+	}
+	rt.running.Wait() // retiring actors are no longer in the registry
+	rt.ps.Close()
+	rt.io.Wait()
+	rt.system.Shutdown()
+}

@@ -1,0 +1,121 @@
+// Package lockactor gives Go services Redisson's distributed locks on Redis,
+// run by an embedded actor runtime: one actor per lock name per Client owns
+// the waiter queue, the pub/sub subscription and the watchdog, and caller
+// goroutines talk to it by message.
+//
+// The data path is: caller -> *Lock handle (this package) -> lock actor
+// (package actors) -> package redisio -> Redis, and back through pub/sub.
+// Locks are stored in Redisson's layout, so Java Redisson clients on the same
+// Redis exclude and wake lockactor clients and the other way round.
+package lockactor
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/actors"
+)
+
+// Client is the embedded runtime over one Redis deployment. Make one per
+// process (or per Redis deployment) and share it; it is safe for concurrent use.
+type Client struct {
+	id         string
+	opts       options
+	rt         *actors.Runtime
+	nextHandle atomic.Int64
+	done       chan struct{} // closed by Close: every waiting call returns ErrClosed
+	closeOnce  sync.Once
+}
+
+// New starts the embedded runtime over one Redis deployment: a single server, a
+// Sentinel failover group or a Cluster (any redis.UniversalClient). The Client
+// does not own rdb: Close does not close it. It fails with ErrInvalidArgument
+// for a nil rdb or a watchdog timeout <= 0, and sends nothing to Redis.
+func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
+	if isNil(rdb) {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.watchdog <= 0 {
+		return nil, fmt.Errorf("%w: watchdog timeout %v <= 0", ErrInvalidArgument, o.watchdog)
+	}
+	if o.idleAfter <= 0 {
+		return nil, fmt.Errorf("%w: idle actor timeout %v <= 0", ErrInvalidArgument, o.idleAfter)
+	}
+	c := &Client{
+		id:   uuid.NewString(),
+		opts: o,
+		done: make(chan struct{}),
+	}
+	c.rt = actors.NewRuntime(rdb, actors.Config{
+		Watchdog:  o.watchdog,
+		IdleAfter: o.idleAfter,
+		Logger:    o.logger,
+	})
+	return c, nil
+}
+
+func isNil(rdb redis.UniversalClient) bool {
+	if rdb == nil {
+		return true
+	}
+	v := reflect.ValueOf(rdb)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// Close stops every actor, cancels every watchdog, drops every subscription and
+// makes all waiting calls return ErrClosed. Locks still held are NOT released
+// in Redis (as in Redisson: they expire after the watchdog timeout). After
+// Close returns, no goroutine started by the package is left running; if a
+// command is stuck on a hung server, Close waits for it, at most the go-redis
+// client's read timeout. Close is idempotent.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.rt.Close()
+	})
+	return nil
+}
+
+// ID is the client's UUID, the first half of every hash field it writes.
+func (c *Client) ID() string { return c.id }
+
+// closed reports whether Close has begun.
+func (c *Client) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// newOwner returns a fresh owner id, "<clientUUID>:<handleID>".
+func (c *Client) newOwner() string {
+	return c.id + ":" + strconv.FormatInt(c.nextHandle.Add(1), 10)
+}
+
+// Lock returns a handle on the reentrant lock name (RedissonLock). The handle
+// is one owner: see the type's documentation. An empty name surfaces as
+// ErrInvalidArgument from the handle's first call.
+func (c *Client) Lock(name string) *Lock {
+	return c.newLock(actors.KindLock, name)
+}
+
+func (c *Client) newLock(kind actors.Kind, name string) *Lock {
+	return &Lock{c: c, name: name, key: actors.Key{Kind: kind, Name: name}, owner: c.newOwner()}
+}
+
+// errClosed is what every call returns after Close, naming the lock.
+func errClosed(name string) error { return nameError(name, ErrClosed) }

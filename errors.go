@@ -1,0 +1,37 @@
+package lockactor
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The sentinel errors. Every error the package returns matches one of these or
+// the context's error with errors.Is, and names the lock it concerns.
+var (
+	// ErrNotHeld: unlock or extend by a handle that does not hold the lock.
+	ErrNotHeld = errors.New("lockactor: lock not held")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("lockactor: client closed")
+	// ErrInvalidArgument: empty name, negative lease or wait, nil ctx, n <= 0
+	// permits, nil locks. Nothing was sent to Redis.
+	ErrInvalidArgument = errors.New("lockactor: invalid argument")
+	// ErrNoQuorum: a RedLock or MultiLock could not reach the required holds.
+	ErrNoQuorum = errors.New("lockactor: no quorum")
+)
+
+// maxNameInError bounds how much of a lock name an error message repeats;
+// names may be up to 64 KiB and hold any bytes.
+const maxNameInError = 128
+
+// nameError wraps err with the lock's name: `lock "orders": <err>`.
+func nameError(name string, err error) error {
+	if len(name) > maxNameInError {
+		name = name[:maxNameInError] + "..."
+	}
+	return fmt.Errorf("lock %q: %w", name, err)
+}
+
+// invalid builds an ErrInvalidArgument that says what was wrong.
+func invalid(name, what string) error {
+	return nameError(name, fmt.Errorf("%w: %s", ErrInvalidArgument, what))
+}

@@ -1,0 +1,188 @@
+package lockactor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lockactor/lockactor/actors"
+	"github.com/lockactor/lockactor/messages"
+)
+
+// Locker is implemented by *Lock, *MultiLock and *RedLock.
+type Locker interface {
+	Lock(ctx context.Context, opts ...LockOption) error
+	TryLock(ctx context.Context, opts ...LockOption) (bool, error)
+	Unlock(ctx context.Context) error
+}
+
+var _ Locker = (*Lock)(nil)
+
+// A Lock handle is one owner. Reentrancy is per handle: the same handle may
+// lock again and must unlock as many times. Two handles for the same name
+// (from one Client or several) exclude each other. A handle is safe for
+// concurrent use, but concurrent goroutines sharing one handle share one
+// ownership, exactly like Java threads sharing a thread id would; give each
+// goroutine its own handle for mutual exclusion.
+type Lock struct {
+	c     *Client
+	name  string
+	key   actors.Key
+	owner string // "<clientUUID>:<handleID>", the hash field in Redis
+
+	mu   sync.Mutex
+	lost chan struct{}
+}
+
+// Name is the lock's name, the Redis key of its hash.
+func (l *Lock) Name() string { return l.name }
+
+// Lock waits until the lock is acquired or ctx is done; then it returns an
+// error that matches ctx.Err() and holds nothing (a grant that raced with the
+// cancellation is given back). Close makes it return ErrClosed. A Redis error
+// is returned wrapped; it never means "not acquired".
+func (l *Lock) Lock(ctx context.Context, opts ...LockOption) error {
+	o, err := l.begin(ctx, opts)
+	if err != nil {
+		return err
+	}
+	_, err = l.acquire(ctx, o, false, nil)
+	return err
+}
+
+// TryLock makes one attempt, or with WithWait waits up to that long; (false,
+// nil) when the lock was not acquired. If ctx ends first the error matches
+// ctx.Err() and nothing is held.
+func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (bool, error) {
+	o, err := l.begin(ctx, opts)
+	if err != nil {
+		return false, err
+	}
+	if o.wait == 0 {
+		return l.acquire(ctx, o, true, nil)
+	}
+	t := time.NewTimer(o.wait)
+	defer t.Stop()
+	return l.acquire(ctx, o, false, t.C)
+}
+
+// begin validates a call before anything is sent.
+func (l *Lock) begin(ctx context.Context, opts []LockOption) (lockOptions, error) {
+	if err := l.check(ctx); err != nil {
+		return lockOptions{}, err
+	}
+	return lockOptionsOf(l.name, opts)
+}
+
+// check rejects calls that must not reach Redis: nil ctx, empty name, closed
+// Client.
+func (l *Lock) check(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return invalid(l.name, "nil context")
+	case l.name == "":
+		return invalid(l.name, "empty lock name")
+	case l.c.closed():
+		return errClosed(l.name)
+	}
+	return nil
+}
+
+// acquire asks the lock's actor for one hold and waits for its answer, ctx,
+// the wait bound (expired) or Close.
+func (l *Lock) acquire(ctx context.Context, o lockOptions, tryOnly bool, expired <-chan time.Time) (bool, error) {
+	req := messages.NewRequest()
+	msg := &messages.Acquire{Owner: l.owner, Lease: o.lease, TryOnly: tryOnly, Req: req}
+	if err := l.c.rt.Send(l.key, msg); err != nil {
+		return false, errClosed(l.name)
+	}
+	select {
+	case res := <-req.Reply():
+		return l.answer(res)
+	case <-ctx.Done():
+		return l.giveUp(req, ctx.Err())
+	case <-expired:
+		return l.giveUp(req, nil)
+	case <-l.c.done:
+		req.Abandon()
+		return false, errClosed(l.name)
+	}
+}
+
+// giveUp withdraws a request. If the actor answered first, a grant is kept
+// when the wait bound ran out (cause nil) and given back when ctx ended.
+func (l *Lock) giveUp(req *messages.Request, cause error) (bool, error) {
+	if req.Abandon() {
+		_ = l.c.rt.Send(l.key, &messages.Abandon{Req: req})
+		if cause != nil {
+			return false, nameError(l.name, cause)
+		}
+		return false, nil
+	}
+	res := <-req.Reply()
+	if cause == nil {
+		return l.answer(res)
+	}
+	if res.Granted {
+		_ = l.c.rt.Send(l.key, &messages.Release{Owner: l.owner})
+	}
+	return false, nameError(l.name, cause)
+}
+
+// answer turns the actor's Result into the call's return values.
+func (l *Lock) answer(res messages.Result) (bool, error) {
+	switch {
+	case res.Err != nil:
+		return false, nameError(l.name, res.Err)
+	case res.Granted:
+		l.mu.Lock()
+		l.lost = res.Lost
+		l.mu.Unlock()
+		return true, nil
+	}
+	return false, nil
+}
+
+// Unlock releases one hold. ErrNotHeld if this handle does not hold the lock
+// (never held, already fully released, or the lease expired and someone else
+// may hold it). The watchdog stops before the last hold is released.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	reply := make(chan messages.ReleaseResult, 1)
+	if err := l.c.rt.Send(l.key, &messages.Release{Owner: l.owner, Reply: reply}); err != nil {
+		return errClosed(l.name)
+	}
+	select {
+	case res := <-reply:
+		switch {
+		case res.Err != nil:
+			return nameError(l.name, res.Err)
+		case res.NotHeld:
+			return nameError(l.name, ErrNotHeld)
+		}
+		return nil
+	case <-ctx.Done():
+		return nameError(l.name, ctx.Err())
+	case <-l.c.done:
+		return errClosed(l.name)
+	}
+}
+
+// Lost is closed when this handle held the lock and the runtime found it gone
+// before Unlock (the watchdog found the key missing or owned by someone else,
+// or could not renew before the lease ran out). It is replaced by a fresh
+// channel on each new acquisition from zero holds.
+func (l *Lock) Lost() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = make(chan struct{})
+	}
+	return l.lost
+}
+
+// Token is the fencing token of the current hold of a FencedLock; 0 for other
+// kinds or when not held.
+func (l *Lock) Token() uint64 { return 0 }

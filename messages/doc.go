@@ -1,0 +1,7 @@
+// Package messages holds what travels between caller goroutines and the lock
+// actors: small structs, one per request or event, and the reply types.
+//
+// A caller never shares memory with an actor except through these messages and
+// the Request it carries. Messages hold no behaviour beyond the Request's
+// answer-or-abandon handshake.
+package messages

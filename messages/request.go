@@ -1,0 +1,53 @@
+package messages
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Result is an actor's answer to an Acquire.
+type Result struct {
+	Granted bool          // the hold was taken
+	TTL     time.Duration // not granted: the holder's remaining lease
+	Lost    chan struct{} // granted: closed if this hold is later found gone
+	Err     error         // a Redis error; the hold was not taken
+}
+
+// Request states: an actor answers a pending request, or the caller abandons
+// it, never both.
+const (
+	pending int32 = iota
+	answered
+	abandoned
+)
+
+// Request is the meeting point of one acquire call: the caller waits on Reply,
+// the actor answers through Answer. Whoever moves it out of pending first wins,
+// which is how a grant that races with a cancelled ctx is detected by both sides.
+type Request struct {
+	state atomic.Int32
+	reply chan Result
+}
+
+// NewRequest returns a pending request.
+func NewRequest() *Request { return &Request{reply: make(chan Result, 1)} }
+
+// Reply is where the answer arrives (buffered: answering never blocks).
+func (r *Request) Reply() <-chan Result { return r.reply }
+
+// Answer delivers res unless the caller has abandoned the request. false means
+// the caller is gone: a granted hold must be given back by the actor.
+func (r *Request) Answer(res Result) bool {
+	if !r.state.CompareAndSwap(pending, answered) {
+		return false
+	}
+	r.reply <- res
+	return true
+}
+
+// Abandon withdraws the request. false means an answer was already given and
+// is waiting in Reply.
+func (r *Request) Abandon() bool { return r.state.CompareAndSwap(pending, abandoned) }
+
+// Abandoned reports whether the caller has withdrawn.
+func (r *Request) Abandoned() bool { return r.state.Load() == abandoned }

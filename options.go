@@ -1,0 +1,85 @@
+package lockactor
+
+import (
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Option configures a Client in New.
+type Option func(*options)
+
+type options struct {
+	watchdog  time.Duration
+	logger    *slog.Logger
+	idleAfter time.Duration
+}
+
+func defaultOptions() options {
+	return options{
+		watchdog:  30 * time.Second,
+		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		idleAfter: 5 * time.Second,
+	}
+}
+
+// WithWatchdogTimeout sets the lease of holds taken without WithLease; the
+// watchdog renews them every d/3 while they are held, and a holder that
+// crashes frees the lock at most d later. Default 30s; d <= 0 makes New fail.
+func WithWatchdogTimeout(d time.Duration) Option {
+	return func(o *options) { o.watchdog = d }
+}
+
+// WithLogger routes the runtime's logs (lost locks, renewal failures, actor
+// errors) to l. Default: discard. A nil l keeps the default.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// WithIdleActorTimeout sets how long a lock's actor lives with no holds and no
+// waiters before it is reclaimed (and its channel unsubscribed). Default 5s.
+func WithIdleActorTimeout(d time.Duration) Option {
+	return func(o *options) { o.idleAfter = d }
+}
+
+// LockOption configures one acquisition.
+type LockOption func(*lockOptions)
+
+type lockOptions struct {
+	lease time.Duration // 0: watchdog
+	wait  time.Duration // TryLock only; 0: one attempt
+}
+
+// WithLease acquires with a fixed lease: the lock expires d after acquisition
+// unless unlocked first, and no watchdog runs. Default (or d == 0): no fixed
+// lease, the watchdog keeps renewing. d < 0 is ErrInvalidArgument.
+func WithLease(d time.Duration) LockOption {
+	return func(o *lockOptions) { o.lease = d }
+}
+
+// WithWait bounds how long TryLock waits for the lock. Default 0: one attempt.
+// d < 0 is ErrInvalidArgument. Lock ignores it (it waits for its ctx).
+func WithWait(d time.Duration) LockOption {
+	return func(o *lockOptions) { o.wait = d }
+}
+
+// lockOptionsOf applies opts and validates the result.
+func lockOptionsOf(name string, opts []LockOption) (lockOptions, error) {
+	var o lockOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	switch {
+	case o.lease < 0:
+		return o, invalid(name, "negative lease")
+	case o.wait < 0:
+		return o, invalid(name, "negative wait")
+	}
+	return o, nil
+}

@@ -1,0 +1,212 @@
+package redisio
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// EventKind says what a pub/sub Event reports.
+type EventKind int
+
+// The pub/sub events a lock actor reacts to.
+const (
+	// Message: a payload arrived on the channel.
+	Message EventKind = iota
+	// Subscribed: Redis confirmed the subscription (also after a reconnect).
+	// Messages published before it may have been missed.
+	Subscribed
+	// Disconnected: the subscription connection broke; messages may be lost
+	// until the next Subscribed.
+	Disconnected
+)
+
+// Event is one pub/sub notification for one channel.
+type Event struct {
+	Kind    EventKind
+	Channel string
+	Payload string
+}
+
+// Handler receives the events of one channel. It runs on the receive loop's
+// goroutine and must not block (lock actors only post a message).
+type Handler func(Event)
+
+// healthEvery is how long the receive loop reads before it pings the server to
+// find a dead connection; retryEvery spaces reconnect attempts.
+const (
+	healthEvery = 15 * time.Second
+	retryEvery  = 100 * time.Millisecond
+)
+
+// PubSub multiplexes the channels of one Client over one subscription
+// connection. Channels are subscribed when their first handler arrives and
+// unsubscribed when the last leaves.
+type PubSub struct {
+	rdb redis.UniversalClient
+	log *slog.Logger
+
+	mu        sync.Mutex
+	ps        *redis.PubSub // nil until the first Subscribe
+	handlers  map[string]map[uint64]Handler
+	confirmed map[string]bool
+	nextID    uint64
+	closed    bool
+
+	stop     chan struct{}
+	loopDone chan struct{}
+}
+
+// NewPubSub prepares a multiplexer on rdb; no connection opens until the first
+// Subscribe.
+func NewPubSub(rdb redis.UniversalClient, log *slog.Logger) *PubSub {
+	return &PubSub{
+		rdb:       rdb,
+		log:       log,
+		handlers:  make(map[string]map[uint64]Handler),
+		confirmed: make(map[string]bool),
+		stop:      make(chan struct{}),
+		loopDone:  make(chan struct{}),
+	}
+}
+
+// ErrClosed is returned by Subscribe after Close.
+var ErrClosed = errors.New("pubsub closed")
+
+// Subscribe adds h to channel and returns the id that Unsubscribe takes. If
+// the channel is already confirmed, h receives Subscribed at once.
+func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	p.nextID++
+	id := p.nextID
+	hs := p.handlers[channel]
+	if hs == nil {
+		hs = make(map[uint64]Handler)
+		p.handlers[channel] = hs
+	}
+	hs[id] = h
+	if len(hs) > 1 {
+		if p.confirmed[channel] {
+			h(Event{Kind: Subscribed, Channel: channel})
+		}
+		return id, nil
+	}
+	if p.ps == nil {
+		p.ps = p.rdb.Subscribe(ctx)
+		go p.loop(p.ps)
+	}
+	// go-redis remembers the channel even when this write fails and
+	// resubscribes it on the next connection, so an error here is not final.
+	return id, p.ps.Subscribe(ctx, channel)
+}
+
+// Unsubscribe removes the handler id from channel, and the channel from the
+// connection when it was the last.
+func (p *PubSub) Unsubscribe(ctx context.Context, channel string, id uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hs := p.handlers[channel]
+	delete(hs, id)
+	if len(hs) > 0 || p.closed {
+		return nil
+	}
+	delete(p.handlers, channel)
+	delete(p.confirmed, channel)
+	if p.ps == nil {
+		return nil
+	}
+	return p.ps.Unsubscribe(ctx, channel)
+}
+
+// Close drops the connection and waits for the receive loop to end.
+func (p *PubSub) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.stop)
+	ps := p.ps
+	p.mu.Unlock()
+	if ps != nil {
+		_ = ps.Close()
+		<-p.loopDone
+	}
+}
+
+// loop reads the subscription connection until Close and routes each event.
+func (p *PubSub) loop(ps *redis.PubSub) {
+	defer close(p.loopDone)
+	ctx := context.Background()
+	healthy := true
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, healthEvery)
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				_ = ps.Ping(ctx) // a dead connection fails here and reconnects
+				continue
+			}
+			if healthy {
+				healthy = false
+				p.log.Debug("lockactor: pub/sub connection lost", "err", err)
+				p.broadcast(Disconnected)
+			}
+			select {
+			case <-p.stop:
+				return
+			case <-time.After(retryEvery):
+			}
+			continue
+		}
+		healthy = true
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+				p.deliver(Event{Kind: Subscribed, Channel: m.Channel}, true)
+			}
+		case *redis.Message:
+			p.deliver(Event{Kind: Message, Channel: m.Channel, Payload: m.Payload}, false)
+		}
+	}
+}
+
+// deliver hands ev to the handlers of its channel.
+func (p *PubSub) deliver(ev Event, confirm bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hs := p.handlers[ev.Channel]
+	if confirm && hs != nil {
+		p.confirmed[ev.Channel] = true
+	}
+	for _, h := range hs {
+		h(ev)
+	}
+}
+
+// broadcast tells every handler that the connection broke.
+func (p *PubSub) broadcast(kind EventKind) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ch, hs := range p.handlers {
+		delete(p.confirmed, ch)
+		for _, h := range hs {
+			h(Event{Kind: kind, Channel: ch})
+		}
+	}
+}

@@ -1,0 +1,23 @@
+-- unlock.lua: release one hold of a reentrant lock and wake waiters when the
+-- last hold goes.
+--
+-- KEYS[1]  the lock hash: field <owner> -> hold count
+-- KEYS[2]  the wake-up channel, redisson_lock__channel:{name}
+-- ARGV[1]  the message published on a full release ("0")
+-- ARGV[2]  lease in milliseconds, re-applied when holds remain
+-- ARGV[3]  owner, "<clientUUID>:<handleID>"
+-- ARGV[4]  the publish command: "publish", or "spublish" on a sharded cluster
+--
+-- Returns nil when the owner holds nothing (nothing changes), 0 when holds
+-- remain, 1 when the lock was deleted and the message published.
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local left = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if left > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+return 1
