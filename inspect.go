@@ -3,43 +3,42 @@ package lockactor
 import (
 	"context"
 	"time"
+
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // The calls in this file read or delete the lock directly through redisio:
 // they change no actor state, so they skip the actor. Each honours its ctx
-// even on a hung server (see redisio.Conn.Guard).
+// even on a hung server (see redisio.Guard).
 
 // query validates the call and runs fn under ctx's deadline, wrapping errors
 // with the lock's name.
-func (l *Lock) query(ctx context.Context, fn func(context.Context) error) error {
+func query[T any](ctx context.Context, l *Lock, fn func(context.Context, *redisio.Conn) (T, error)) (T, error) {
+	var zero T
 	if err := l.check(ctx); err != nil {
-		return err
+		return zero, err
 	}
-	if err := l.c.rt.IO().Guard(ctx, fn); err != nil {
-		return nameError(l.name, err)
+	io := l.c.rt.IO()
+	v, err := redisio.Guard(ctx, io, func(ctx context.Context) (T, error) { return fn(ctx, io) })
+	if err != nil {
+		return zero, nameError(l.name, err)
 	}
-	return nil
+	return v, nil
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters; true if
 // it was locked. The holder finds out at its next renewal (Lost closes).
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	var ok bool
-	err := l.query(ctx, func(ctx context.Context) (err error) {
-		ok, err = l.c.rt.IO().ForceUnlock(ctx, l.name)
-		return err
+	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
+		return io.ForceUnlock(ctx, l.name)
 	})
-	return ok, err
 }
 
 // IsLocked reports whether anyone holds the lock.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	var ok bool
-	err := l.query(ctx, func(ctx context.Context) (err error) {
-		ok, err = l.c.rt.IO().Exists(ctx, l.name)
-		return err
+	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
+		return io.Exists(ctx, l.name)
 	})
-	return ok, err
 }
 
 // IsHeldByMe reports whether this handle holds the lock.
@@ -50,21 +49,15 @@ func (l *Lock) IsHeldByMe(ctx context.Context) (bool, error) {
 
 // HoldCount is this handle's reentrant count (0 when it holds nothing).
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	var n int
-	err := l.query(ctx, func(ctx context.Context) (err error) {
-		n, err = l.c.rt.IO().HoldCount(ctx, l.name, l.owner)
-		return err
+	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (int, error) {
+		return io.HoldCount(ctx, l.name, l.owner)
 	})
-	return n, err
 }
 
 // RemainingLease is the lock key's remaining time to live; 0 when not locked,
 // -1 when the key exists without an expiry (set by something other than a lock).
 func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
-	var d time.Duration
-	err := l.query(ctx, func(ctx context.Context) (err error) {
-		d, err = l.c.rt.IO().PTTL(ctx, l.name)
-		return err
+	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (time.Duration, error) {
+		return io.PTTL(ctx, l.name)
 	})
-	return d, err
 }

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -18,11 +19,50 @@ type hold struct {
 	lease     time.Duration // 0: renewed by the watchdog
 	confirmed time.Time     // when the last command that set the lease was sent
 	lost      chan struct{} // closed when the hold is found gone
+	loseOnce  sync.Once
+	// deadline closes lost when a watchdog hold's lease would run out with no
+	// renewal confirmed, even while the actor is stuck on a hung server.
+	deadline *time.Timer
 }
 
 // expired reports whether a fixed lease has run out by the local clock.
 func (h *hold) expired(now time.Time) bool {
 	return h.lease > 0 && now.Sub(h.confirmed) >= h.lease
+}
+
+// lose closes the Lost channel once; the deadline timer may race the actor.
+func (h *hold) lose() { h.loseOnce.Do(func() { close(h.lost) }) }
+
+// isLost reports whether the Lost channel is closed.
+func (h *hold) isLost() bool {
+	select {
+	case <-h.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// confirm records that Redis applied the lease of a command sent at sent, and
+// moves the deadline of a watchdog hold to when that lease runs out.
+func (h *hold) confirm(sent time.Time, watchdog time.Duration) {
+	h.confirmed = sent
+	if h.lease > 0 {
+		h.stopDeadline()
+		return
+	}
+	left := watchdog - time.Since(sent)
+	if h.deadline == nil {
+		h.deadline = time.AfterFunc(left, h.lose)
+	} else {
+		h.deadline.Reset(left)
+	}
+}
+
+func (h *hold) stopDeadline() {
+	if h.deadline != nil {
+		h.deadline.Stop()
+	}
 }
 
 // lockActor serves one reentrant lock name for one Client. Its states follow
@@ -175,7 +215,7 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time) {
 	}
 	h.count++
 	h.lease = m.Lease
-	h.confirmed = sent
+	h.confirm(sent, a.rt.cfg.Watchdog)
 	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost}) {
 		a.release(&messages.Release{Owner: m.Owner})
 		return
@@ -207,7 +247,7 @@ func (a *lockActor) release(m *messages.Release) {
 	case redisio.StillHeld:
 		if h != nil {
 			h.count = max(h.count-1, 1)
-			h.confirmed = sent
+			h.confirm(sent, a.rt.cfg.Watchdog)
 		}
 		answerRelease(m, messages.ReleaseResult{})
 	case redisio.Released:
@@ -228,8 +268,9 @@ func answerRelease(m *messages.Release, res messages.ReleaseResult) {
 // drop forgets an owner's holds, closing its Lost channel when they were lost
 // rather than released.
 func (a *lockActor) drop(owner string, h *hold, lost bool) {
+	h.stopDeadline()
 	if lost {
-		close(h.lost)
+		h.lose()
 		a.rt.cfg.Logger.Info("lockactor: lock lost", "lock", a.key.Name, "owner", owner)
 	}
 	delete(a.holds, owner)
@@ -243,7 +284,7 @@ func (a *lockActor) drop(owner string, h *hold, lost bool) {
 func (a *lockActor) heldLocally() bool {
 	now := time.Now()
 	for _, h := range a.holds {
-		if !h.expired(now) {
+		if !h.expired(now) && !h.isLost() {
 			return true
 		}
 	}
@@ -273,7 +314,7 @@ func (a *lockActor) idle(ctx actor.Context) {
 	now := time.Now()
 	for owner, h := range a.holds {
 		if h.expired(now) {
-			delete(a.holds, owner)
+			a.drop(owner, h, false)
 		}
 	}
 	if a.waiters.empty() {

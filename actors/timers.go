@@ -54,11 +54,15 @@ func (a *lockActor) renewHolds() {
 		if h.lease > 0 {
 			continue
 		}
+		if h.isLost() { // the deadline passed while we could not renew
+			a.drop(owner, h, true)
+			continue
+		}
 		sent := time.Now()
 		ok, err := a.rt.io.Renew(a.rt.ctx, a.key.Name, owner, wd)
 		switch {
-		case err == nil && ok:
-			h.confirmed = sent
+		case err == nil && ok && !h.isLost():
+			h.confirm(sent, wd)
 		case err == nil:
 			a.drop(owner, h, true)
 		case time.Since(h.confirmed) >= wd:

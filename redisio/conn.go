@@ -30,29 +30,36 @@ func NewConn(rdb redis.UniversalClient) *Conn {
 // Wait blocks until every guarded command that outlived its caller has ended.
 func (c *Conn) Wait() { c.calls.Wait() }
 
-// Guard runs fn and returns when fn does or when ctx ends, whichever comes
-// first. go-redis ignores ctx deadlines on socket reads unless the user enabled
-// ContextTimeoutEnabled, so a hung server would otherwise hold the caller for
-// the client's whole read timeout. A command abandoned this way still finishes
-// in the background; Wait waits for it.
-func (c *Conn) Guard(ctx context.Context, fn func(context.Context) error) error {
+// Guard runs fn on c and returns when fn does or when ctx ends, whichever
+// comes first. go-redis ignores ctx deadlines on socket reads unless the user
+// enabled ContextTimeoutEnabled, so a hung server would otherwise hold the
+// caller for the client's whole read timeout. A command abandoned this way
+// still finishes in the background (its result is dropped); c.Wait waits for
+// it.
+func Guard[T any](ctx context.Context, c *Conn, fn func(context.Context) (T, error)) (T, error) {
 	if ctx.Done() == nil {
 		return fn(ctx)
 	}
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return err
+		return zero, err
 	}
-	done := make(chan error, 1)
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
 	c.calls.Add(1)
 	go func() {
 		defer c.calls.Done()
-		done <- fn(context.WithoutCancel(ctx))
+		v, err := fn(context.WithoutCancel(ctx))
+		done <- result{v, err}
 	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return zero, ctx.Err()
 	}
 }
 
