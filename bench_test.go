@@ -1,0 +1,168 @@
+package lockactor_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/redisio"
+	"github.com/lockactor/lockactor/scripts"
+)
+
+// roundTrips counts what a go-redis client sends: one per command, one per
+// pipeline.
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// infoField reads one integer field from an INFO reply.
+func infoField(info, field string) int64 {
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// serverCalls sums calls over INFO commandstats: every command the server ran,
+// including the ones inside scripts.
+func serverCalls(tb testing.TB, rdb *redis.Client) int64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\r\n") {
+		if _, rest, ok := strings.Cut(line, ":calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			total += n
+		}
+	}
+	return total
+}
+
+// rawPair is the floor: the acquire and release scripts sent straight from the
+// caller's goroutine, no actor in between.
+func rawPair(ctx context.Context, rdb *redis.Client, name, owner string) error {
+	if err := scripts.Lock.Run(ctx, rdb, []string{name}, "30000", owner).Err(); err != redis.Nil {
+		return err
+	}
+	keys := []string{name, redisio.LockChannel(name)}
+	return scripts.Unlock.Run(ctx, rdb, keys, "0", "30000", owner, "publish").Err()
+}
+
+// BenchmarkUncontended compares lockactor's Lock+Unlock with the raw floor on
+// the same connection pool; rounds alternate so both see the same machine.
+// Reported: pairs/s for each and their ratio (target >= 0.8).
+func BenchmarkUncontended(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	c := newClient(b, rdb)
+	ctx := context.Background()
+	l := c.Lock("uncontended")
+	owner := uuid.NewString() + ":1"
+	var rawTime, oursTime time.Duration
+	var pairs int
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(500, b.N-done)
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if err := rawPair(ctx, rdb, "raw", owner); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rawTime += time.Since(start)
+		start = time.Now()
+		for i := 0; i < n; i++ {
+			if err := l.Lock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		oursTime += time.Since(start)
+		done += n
+		pairs += n
+	}
+	b.StopTimer()
+	raw := float64(pairs) / rawTime.Seconds()
+	ours := float64(pairs) / oursTime.Seconds()
+	b.ReportMetric(raw, "raw-pairs/s")
+	b.ReportMetric(ours, "lockactor-pairs/s")
+	b.ReportMetric(ours/raw, "ratio")
+}
+
+// BenchmarkContended runs 1,000 goroutines, each with its own handle, on one
+// name of one Client. Reported: acquisitions/s, round trips the client sent
+// per acquisition (target <= 4) and commands the server ran per acquisition
+// (INFO commandstats, which also counts the commands inside scripts).
+func BenchmarkContended(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	hook := &roundTrips{}
+	counted := srv.Client(b)
+	counted.AddHook(hook)
+	c := newClient(b, counted)
+	ctx := context.Background()
+	const goroutines = 1000
+	var remaining atomic.Int64
+	remaining.Store(int64(b.N))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < goroutines; i++ {
+		l := c.Lock("contended")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for remaining.Add(-1) >= 0 {
+				if err := l.Lock(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	calls0, sent0 := serverCalls(b, rdb), hook.n.Load()
+	b.ResetTimer()
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	calls := serverCalls(b, rdb) - calls0 - 1 // minus the INFO of the first reading
+	sent := hook.n.Load() - sent0
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+	b.ReportMetric(float64(sent)/float64(b.N), "roundtrips/acq")
+	b.ReportMetric(float64(calls)/float64(b.N), "server-cmds/acq")
+}
