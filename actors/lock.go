@@ -82,6 +82,8 @@ type lockActor struct {
 	retry      *time.Timer // wakes the head waiter when the holder's TTL runs out
 	renew      *time.Timer // the watchdog
 	renewArmed bool
+	idleTimer  *time.Timer // ticks every IdleAfter; see idle
+	busy       bool        // a message other than an idle tick arrived since the last tick
 	retiring   bool
 }
 
@@ -98,15 +100,23 @@ var (
 		redisio.Disconnected: {Reason: messages.WakeDisconnected},
 	}
 	renewTick = &messages.RenewTick{}
+	idleTick  = &messages.IdleTick{}
 )
 
 // Receive is the actor's message loop: one short handler per message.
 func (a *lockActor) Receive(ctx actor.Context) {
 	defer a.recoverPanic(ctx)
-	switch m := ctx.Message().(type) {
+	msg := ctx.Message()
+	if msg != idleTick {
+		a.busy = true
+	}
+	switch m := msg.(type) {
 	case *actor.Started:
 		a.self = ctx.Self()
-		ctx.SetReceiveTimeout(a.rt.cfg.IdleAfter)
+		// protoactor's SetReceiveTimeout races its own timer goroutine (seen
+		// under -race), so idleness is measured with a plain ticking timer.
+		pid, root := a.self, a.rt.system.Root
+		a.idleTimer = time.AfterFunc(a.rt.cfg.IdleAfter, func() { root.Send(pid, idleTick) })
 	case *messages.Acquire:
 		if !a.forward(m) {
 			a.acquire(m)
@@ -121,7 +131,7 @@ func (a *lockActor) Receive(ctx actor.Context) {
 		a.wake(m.Reason)
 	case *messages.RenewTick:
 		a.renewHolds()
-	case *actor.ReceiveTimeout:
+	case *messages.IdleTick:
 		a.idle(ctx)
 	case *actor.Stopping:
 		a.stopTimers()
@@ -308,9 +318,18 @@ func (a *lockActor) leaseOf(lease time.Duration) time.Duration {
 	return a.rt.cfg.Watchdog
 }
 
-// idle retires the actor when nothing is held or awaited, and otherwise drops
-// what is no longer needed (expired leases, an unused subscription).
+// idle runs every IdleAfter. After a quiet period it retires the actor when
+// nothing is held or awaited, and otherwise drops what is no longer needed
+// (expired leases, an unused subscription).
 func (a *lockActor) idle(ctx actor.Context) {
+	if a.retiring {
+		return
+	}
+	if a.busy {
+		a.busy = false
+		a.idleTimer.Reset(a.rt.cfg.IdleAfter)
+		return
+	}
 	now := time.Now()
 	for owner, h := range a.holds {
 		if h.expired(now) {
@@ -328,7 +347,7 @@ func (a *lockActor) idle(ctx actor.Context) {
 		ctx.Poison(ctx.Self())
 		return
 	}
-	ctx.SetReceiveTimeout(a.rt.cfg.IdleAfter)
+	a.idleTimer.Reset(a.rt.cfg.IdleAfter)
 }
 
 // recoverPanic keeps a bug in one handler from killing the actor (a restart

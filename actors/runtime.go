@@ -162,3 +162,11 @@ func (rt *Runtime) Close() {
 	rt.io.Wait()
 	rt.system.Shutdown()
 }
+
+// Actors is the number of lock actors currently registered (retiring ones
+// excluded).
+func (rt *Runtime) Actors() int {
+	n := 0
+	rt.locks.Range(func(any, any) bool { n++; return true })
+	return n
+}

@@ -82,6 +82,9 @@ func (a *lockActor) renewHolds() {
 }
 
 func (a *lockActor) stopTimers() {
+	if a.idleTimer != nil {
+		a.idleTimer.Stop()
+	}
 	if a.retry != nil {
 		a.retry.Stop()
 	}

@@ -43,6 +43,9 @@ type Wake struct{ Reason WakeReason }
 // RenewTick is the watchdog's timer firing.
 type RenewTick struct{}
 
+// IdleTick is the actor's periodic check for idleness.
+type IdleTick struct{}
+
 // IgnoreDeadLetterLogging keeps protoactor from logging (and from starting its
 // log throttle goroutine) when a message reaches an actor that has stopped.
 func (*Acquire) IgnoreDeadLetterLogging()   {}
@@ -50,3 +53,4 @@ func (*Release) IgnoreDeadLetterLogging()   {}
 func (*Abandon) IgnoreDeadLetterLogging()   {}
 func (*Wake) IgnoreDeadLetterLogging()      {}
 func (*RenewTick) IgnoreDeadLetterLogging() {}
+func (*IdleTick) IgnoreDeadLetterLogging()  {}
