@@ -22,7 +22,11 @@ type Kind uint8
 
 // The lock kinds.
 const (
-	KindLock Kind = iota // reentrant lock (RedissonLock)
+	KindLock      Kind = iota // reentrant lock (RedissonLock)
+	KindFenced                // reentrant lock with fencing tokens
+	KindFair                  // FIFO across clients (RedissonFairLock)
+	KindRW                    // read-write lock (RedissonReadWriteLock)
+	KindSemaphore             // counting semaphore (RedissonSemaphore)
 )
 
 // Key identifies one lock actor within a runtime.
@@ -33,9 +37,11 @@ type Key struct {
 
 // Config is what every lock actor of a runtime shares.
 type Config struct {
-	Watchdog  time.Duration // lease of watchdog-renewed holds; renewal every Watchdog/3
-	IdleAfter time.Duration // an actor with no holds and no waiters retires after this
-	Logger    *slog.Logger
+	Watchdog         time.Duration // lease of watchdog-renewed holds; renewal every Watchdog/3
+	IdleAfter        time.Duration // an actor with no holds and no waiters retires after this
+	FairWait         time.Duration // how long a fair-lock waiter stays queued in Redis unless its call gives a wait
+	SemaphoreRecheck time.Duration // how often a semaphore's waiters re-check without a message
+	Logger           *slog.Logger
 }
 
 // Runtime is the actor system of one Client and the registry of its lock
@@ -58,6 +64,12 @@ type Runtime struct {
 func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	if cfg.IdleAfter <= 0 {
 		cfg.IdleAfter = 5 * time.Second
+	}
+	if cfg.FairWait <= 0 {
+		cfg.FairWait = 5 * time.Minute
+	}
+	if cfg.SemaphoreRecheck <= 0 {
+		cfg.SemaphoreRecheck = time.Second
 	}
 	log := cfg.Logger
 	system := actor.NewActorSystem(
@@ -125,11 +137,26 @@ func (rt *Runtime) pin(key Key) (*entry, error) {
 	}
 	e := &entry{}
 	e.refs.Store(1)
-	props := actor.PropsFromProducer(func() actor.Actor { return newLockActor(rt, key, e) })
+	props := actor.PropsFromProducer(func() actor.Actor { return rt.newActor(key, e) })
 	rt.running.Add(1)
 	e.pid = rt.system.Root.Spawn(props)
 	rt.locks.Store(key, e)
 	return e, nil
+}
+
+// newActor builds the actor that serves key's kind.
+func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
+	switch key.Kind {
+	case KindFenced:
+		return newLockActor(rt, key, e, fenced{})
+	case KindRW:
+		return newLockActor(rt, key, e, rw{})
+	case KindFair:
+		return newFairActor(rt, key, e)
+	case KindSemaphore:
+		return newSemaphoreActor(rt, key, e)
+	}
+	return newLockActor(rt, key, e, reentrant{})
 }
 
 // forget removes a retired slot from the registry.

@@ -2,17 +2,32 @@ package messages
 
 import "time"
 
-// Acquire asks a lock actor for one hold on behalf of Owner.
+// Mode says which view of a lock a hold belongs to.
+type Mode uint8
+
+// The modes of a hold.
+const (
+	Exclusive Mode = iota // Lock, FencedLock, FairLock
+	Read                  // a ReadWriteLock's read view
+	Write                 // a ReadWriteLock's write view
+)
+
+// Acquire asks a lock actor for one hold (or, on a semaphore, permits) on
+// behalf of Owner.
 type Acquire struct {
-	Owner   string        // "<clientUUID>:<handleID>"
+	Owner   string        // "<clientUUID>:<handleID>"; empty for a semaphore
+	Mode    Mode          // which view of a read-write lock
+	Permits int           // semaphore permits wanted
 	Lease   time.Duration // 0: watchdog-renewed hold
+	Wait    time.Duration // how long the caller may wait; 0: unbounded (fair lock queue deadline)
 	TryOnly bool          // one attempt, never queued
 	Req     *Request      // where the answer goes
 }
 
-// Release asks for one hold of Owner to be given back.
+// Release asks for one hold of Owner in Mode to be given back.
 type Release struct {
 	Owner string
+	Mode  Mode
 	Reply chan ReleaseResult // nil when nobody waits for the answer
 }
 
@@ -25,20 +40,24 @@ type ReleaseResult struct {
 // Abandon tells the actor that a queued request was withdrawn.
 type Abandon struct{ Req *Request }
 
-// WakeReason says why the head waiter should try again.
+// WakeReason says why waiters should try again.
 type WakeReason int
 
-// The reasons a lock actor retries for its head waiter.
+// The reasons a lock actor retries for its waiters.
 const (
-	WakeMessage      WakeReason = iota // an unlock message on the channel
+	WakeMessage      WakeReason = iota // a message on the lock's channel
 	WakeSubscribed                     // (re)subscribed: messages may have been missed
 	WakeDisconnected                   // the subscription connection broke
-	WakeTimer                          // the holder's TTL has run out
-	WakeReleased                       // a local owner released its last hold
+	WakeTimer                          // the holder's TTL (or a re-check period) has run out
+	WakeReleased                       // a local owner released or lost its last hold
 )
 
-// Wake asks the actor to make one attempt for its head waiter.
-type Wake struct{ Reason WakeReason }
+// Wake asks the actor to make an attempt for its waiters.
+type Wake struct {
+	Reason  WakeReason
+	Owner   string // a fair-lock waiter's own channel or timer; "" for the lock's
+	Payload string // the message, for WakeMessage
+}
 
 // RenewTick is the watchdog's timer firing.
 type RenewTick struct{}
@@ -46,11 +65,13 @@ type RenewTick struct{}
 // IdleTick is the actor's periodic check for idleness.
 type IdleTick struct{}
 
-// IgnoreDeadLetterLogging keeps protoactor from logging (and from starting its
-// log throttle goroutine) when a message reaches an actor that has stopped.
-func (*Acquire) IgnoreDeadLetterLogging()   {}
-func (*Release) IgnoreDeadLetterLogging()   {}
-func (*Abandon) IgnoreDeadLetterLogging()   {}
-func (*Wake) IgnoreDeadLetterLogging()      {}
-func (*RenewTick) IgnoreDeadLetterLogging() {}
-func (*IdleTick) IgnoreDeadLetterLogging()  {}
+// The messages implement protoactor's IgnoreDeadLetterLogging: a message that
+// reaches a stopped actor (a late timer) is expected and must not be logged,
+// nor start protoactor's log-throttle goroutine.
+
+func (*Acquire) IgnoreDeadLetterLogging()   {} // see above
+func (*Release) IgnoreDeadLetterLogging()   {} // see above
+func (*Abandon) IgnoreDeadLetterLogging()   {} // see above
+func (*Wake) IgnoreDeadLetterLogging()      {} // see above
+func (*RenewTick) IgnoreDeadLetterLogging() {} // see above
+func (*IdleTick) IgnoreDeadLetterLogging()  {} // see above

@@ -10,6 +10,8 @@ type Result struct {
 	Granted bool          // the hold was taken
 	TTL     time.Duration // not granted: the holder's remaining lease
 	Lost    chan struct{} // granted: closed if this hold is later found gone
+	Token   uint64        // granted by a fenced lock: the hold's fencing token
+	Upgrade bool          // refused: a read holder asked for the write lock
 	Err     error         // a Redis error; the hold was not taken
 }
 
@@ -48,6 +50,9 @@ func (r *Request) Answer(res Result) bool {
 // Abandon withdraws the request. false means an answer was already given and
 // is waiting in Reply.
 func (r *Request) Abandon() bool { return r.state.CompareAndSwap(pending, abandoned) }
+
+// Pending reports whether the request still awaits an answer.
+func (r *Request) Pending() bool { return r.state.Load() == pending }
 
 // Abandoned reports whether the caller has withdrawn.
 func (r *Request) Abandoned() bool { return r.state.Load() == abandoned }

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockactor/lockactor/scripts"
 )
 
 // Conn runs lock commands on the user's go-redis client.
@@ -72,85 +70,36 @@ func ms(d time.Duration) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// Lock runs lock.lua: granted, or the holder's remaining time to live
-// (negative when the key exists without an expiry).
-func (c *Conn) Lock(ctx context.Context, name, owner string, lease time.Duration) (granted bool, ttl time.Duration, err error) {
-	n, err := scripts.Lock.Run(ctx, c.rdb, []string{name}, ms(lease), owner).Int64()
+// intReply reads a script's integer reply; a nil reply is (0, true).
+func intReply(cmd *redis.Cmd) (n int64, isNil bool, err error) {
+	n, err = cmd.Int64()
 	if errors.Is(err, redis.Nil) {
-		return true, 0, nil
+		return 0, true, nil
 	}
-	if err != nil {
-		return false, 0, err
+	return n, false, err
+}
+
+// unlockResult maps the nil/0/1 reply of every unlock script.
+func unlockResult(cmd *redis.Cmd) (UnlockResult, error) {
+	n, isNil, err := intReply(cmd)
+	switch {
+	case err != nil || isNil:
+		return NotHeld, err
+	case n == 1:
+		return Released, nil
+	case n == 2:
+		return Left, nil
 	}
-	return false, time.Duration(n) * time.Millisecond, nil
+	return StillHeld, nil
 }
 
 // UnlockResult is what one release did.
 type UnlockResult int
 
-// The outcomes of unlock.lua.
+// The outcomes of the unlock scripts.
 const (
 	NotHeld   UnlockResult = iota // the owner held nothing; nothing changed
 	StillHeld                     // one hold released, others remain
 	Released                      // last hold released, waiters told
+	Left                          // the owner's last hold released; others still hold
 )
-
-// Unlock runs unlock.lua for one hold of owner.
-func (c *Conn) Unlock(ctx context.Context, name, owner string, lease time.Duration) (UnlockResult, error) {
-	keys := []string{name, LockChannel(name)}
-	n, err := scripts.Unlock.Run(ctx, c.rdb, keys, UnlockMessage, ms(lease), owner, c.publish).Int64()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return NotHeld, nil
-	case err != nil:
-		return NotHeld, err
-	case n == 1:
-		return Released, nil
-	default:
-		return StillHeld, nil
-	}
-}
-
-// Renew re-applies lease while owner still holds the lock; false when it does not.
-func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration) (bool, error) {
-	n, err := scripts.Renew.Run(ctx, c.rdb, []string{name}, ms(lease), owner).Int64()
-	return n == 1, err
-}
-
-// ForceUnlock deletes the lock whoever holds it; true if it existed.
-func (c *Conn) ForceUnlock(ctx context.Context, name string) (bool, error) {
-	keys := []string{name, LockChannel(name)}
-	n, err := scripts.ForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, c.publish).Int64()
-	return n == 1, err
-}
-
-// HoldCount is owner's hold count in the lock hash (0 when it holds nothing).
-func (c *Conn) HoldCount(ctx context.Context, name, owner string) (int, error) {
-	n, err := c.rdb.HGet(ctx, name, owner).Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	return n, err
-}
-
-// Exists reports whether the lock key exists.
-func (c *Conn) Exists(ctx context.Context, name string) (bool, error) {
-	n, err := c.rdb.Exists(ctx, name).Result()
-	return n == 1, err
-}
-
-// PTTL is the key's remaining time to live: 0 when the key is missing, -1 when
-// it exists without an expiry.
-func (c *Conn) PTTL(ctx context.Context, name string) (time.Duration, error) {
-	d, err := c.rdb.PTTL(ctx, name).Result()
-	if err != nil {
-		return 0, err
-	}
-	switch d {
-	case -2: // no such key
-		return 0, nil
-	case -1: // no expiry
-		return -1, nil
-	}
-	return d, nil
-}

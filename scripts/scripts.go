@@ -6,6 +6,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Each script runs as EVALSHA with an EVAL fallback on NOSCRIPT
+// (redis.Script.Run), so a flushed script cache costs one extra round trip.
+// The .lua file of each states its KEYS, ARGV and replies.
+
 var (
 	//go:embed lock.lua
 	lockSrc string
@@ -15,17 +19,68 @@ var (
 	renewSrc string
 	//go:embed force_unlock.lua
 	forceUnlockSrc string
+	//go:embed fenced_lock.lua
+	fencedLockSrc string
+	//go:embed fair_lock.lua
+	fairLockSrc string
+	//go:embed fair_unlock.lua
+	fairUnlockSrc string
+	//go:embed fair_cancel.lua
+	fairCancelSrc string
+	//go:embed fair_force_unlock.lua
+	fairForceUnlockSrc string
+	//go:embed read_lock.lua
+	readLockSrc string
+	//go:embed read_unlock.lua
+	readUnlockSrc string
+	//go:embed write_lock.lua
+	writeLockSrc string
+	//go:embed write_unlock.lua
+	writeUnlockSrc string
+	//go:embed rw_renew.lua
+	rwRenewSrc string
+	//go:embed rw_force_unlock.lua
+	rwForceUnlockSrc string
+	//go:embed semaphore_acquire.lua
+	semaphoreAcquireSrc string
+	//go:embed semaphore_release.lua
+	semaphoreReleaseSrc string
+	//go:embed semaphore_set.lua
+	semaphoreSetSrc string
 )
 
-// Reentrant lock scripts. Each runs as EVALSHA with an EVAL fallback on NOSCRIPT
-// (redis.Script.Run), so a flushed script cache costs one extra round trip.
+// Reentrant lock (RedissonLock); FencedLock and FairLock share Unlock and Renew.
 var (
-	// Lock takes one hold; see lock.lua for KEYS, ARGV and the reply.
-	Lock = redis.NewScript(lockSrc)
-	// Unlock releases one hold; see unlock.lua.
-	Unlock = redis.NewScript(unlockSrc)
-	// Renew re-applies the lease while the owner holds; see renew.lua.
-	Renew = redis.NewScript(renewSrc)
-	// ForceUnlock deletes the lock whoever holds it; see force_unlock.lua.
-	ForceUnlock = redis.NewScript(forceUnlockSrc)
+	Lock        = redis.NewScript(lockSrc)        // one hold; lock.lua
+	Unlock      = redis.NewScript(unlockSrc)      // release one hold; unlock.lua
+	Renew       = redis.NewScript(renewSrc)       // watchdog renewal; renew.lua
+	ForceUnlock = redis.NewScript(forceUnlockSrc) // delete whoever holds; force_unlock.lua
+)
+
+// FencedLock: a reentrant lock whose grants from zero holds issue a token.
+var FencedLock = redis.NewScript(fencedLockSrc) // fenced_lock.lua
+
+// FairLock (RedissonFairLock): FIFO across clients through a queue and deadlines.
+var (
+	FairLock        = redis.NewScript(fairLockSrc)        // fair_lock.lua
+	FairUnlock      = redis.NewScript(fairUnlockSrc)      // fair_unlock.lua
+	FairCancel      = redis.NewScript(fairCancelSrc)      // fair_cancel.lua
+	FairForceUnlock = redis.NewScript(fairForceUnlockSrc) // fair_force_unlock.lua
+)
+
+// ReadWriteLock (RedissonReadWriteLock).
+var (
+	ReadLock      = redis.NewScript(readLockSrc)      // read_lock.lua
+	ReadUnlock    = redis.NewScript(readUnlockSrc)    // read_unlock.lua
+	WriteLock     = redis.NewScript(writeLockSrc)     // write_lock.lua
+	WriteUnlock   = redis.NewScript(writeUnlockSrc)   // write_unlock.lua
+	RWRenew       = redis.NewScript(rwRenewSrc)       // rw_renew.lua
+	RWForceUnlock = redis.NewScript(rwForceUnlockSrc) // rw_force_unlock.lua
+)
+
+// Semaphore (RedissonSemaphore).
+var (
+	SemaphoreAcquire = redis.NewScript(semaphoreAcquireSrc) // semaphore_acquire.lua
+	SemaphoreRelease = redis.NewScript(semaphoreReleaseSrc) // semaphore_release.lua
+	SemaphoreSet     = redis.NewScript(semaphoreSetSrc)     // semaphore_set.lua
 )

@@ -1,0 +1,232 @@
+package actors
+
+import (
+	"sync"
+	"time"
+
+	"github.com/lockactor/lockactor/messages"
+	"github.com/lockactor/lockactor/redisio"
+)
+
+// holdKey names one owner's holds in one view of a lock.
+type holdKey struct {
+	owner string
+	mode  messages.Mode
+}
+
+// hold is what an actor knows of one local owner's holds. Redis is the truth;
+// this mirror decides whether to renew and which Lost channel to close.
+type hold struct {
+	count     int
+	lease     time.Duration // 0: renewed by the watchdog
+	confirmed time.Time     // when the last command that set the lease was sent
+	token     uint64        // fencing token of a fenced lock's hold
+	lost      chan struct{} // closed when the hold is found gone
+	loseOnce  sync.Once
+	// deadline closes lost when a watchdog hold's lease would run out with no
+	// renewal confirmed, even while the actor is stuck on a hung server.
+	deadline *time.Timer
+}
+
+// expired reports whether a fixed lease has run out by the local clock.
+func (h *hold) expired(now time.Time) bool {
+	return h.lease > 0 && now.Sub(h.confirmed) >= h.lease
+}
+
+// lose closes the Lost channel once; the deadline timer may race the actor.
+func (h *hold) lose() { h.loseOnce.Do(func() { close(h.lost) }) }
+
+// isLost reports whether the Lost channel is closed.
+func (h *hold) isLost() bool {
+	select {
+	case <-h.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// confirm records that Redis applied the lease of a command sent at sent, and
+// moves a watchdog hold's deadline to when that lease runs out.
+func (h *hold) confirm(sent time.Time, watchdog time.Duration) {
+	h.confirmed = sent
+	if h.lease > 0 {
+		h.stopDeadline()
+		return
+	}
+	left := watchdog - time.Since(sent)
+	if h.deadline == nil {
+		h.deadline = time.AfterFunc(left, h.lose)
+	} else {
+		h.deadline.Reset(left)
+	}
+}
+
+func (h *hold) stopDeadline() {
+	if h.deadline != nil {
+		h.deadline.Stop()
+	}
+}
+
+// holdBook is an actor's record of its local owners' holds and the watchdog
+// that renews them. Renewal runs on the actor's goroutine (a RenewTick), so it
+// never overlaps a release: the mailbox orders them.
+type holdBook struct {
+	holds    map[holdKey]*hold
+	timer    *time.Timer
+	armed    bool
+	watchdog time.Duration
+}
+
+func newHoldBook(watchdog time.Duration) holdBook {
+	return holdBook{holds: make(map[holdKey]*hold), watchdog: watchdog}
+}
+
+// granted records one more hold for k taken at sent with lease (0: watchdog);
+// a grant from zero holds gets a fresh Lost channel.
+func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, token uint64) *hold {
+	h := hb.holds[k]
+	if h == nil || h.expired(sent) || h.isLost() {
+		h = &hold{lost: make(chan struct{}), token: token}
+		hb.holds[k] = h
+	}
+	h.count++
+	h.lease = lease
+	h.confirm(sent, hb.watchdog)
+	return h
+}
+
+// released applies an unlock script's result to the record of k. A release
+// that finds nothing held means the hold was lost before it: Lost closes.
+func (hb *holdBook) released(k holdKey, res redisio.UnlockResult) {
+	h := hb.holds[k]
+	if h == nil {
+		return
+	}
+	switch res {
+	case redisio.NotHeld:
+		hb.drop(k, h, true)
+	case redisio.StillHeld:
+		h.count = max(h.count-1, 1)
+	default:
+		hb.drop(k, h, false)
+	}
+}
+
+// drop forgets k's holds, closing Lost when they were lost rather than released.
+func (hb *holdBook) drop(k holdKey, h *hold, lost bool) {
+	h.stopDeadline()
+	if lost {
+		h.lose()
+	}
+	delete(hb.holds, k)
+	if !hb.renewing() && hb.timer != nil {
+		hb.timer.Stop()
+		hb.armed = false
+	}
+}
+
+// held reports whether any local owner holds, by our records.
+func (hb *holdBook) held() bool {
+	now := time.Now()
+	for _, h := range hb.holds {
+		if !h.expired(now) && !h.isLost() {
+			return true
+		}
+	}
+	return false
+}
+
+// renewing reports whether any hold is the watchdog's to renew.
+func (hb *holdBook) renewing() bool {
+	for _, h := range hb.holds {
+		if h.lease == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseOf is the lease a hold is taken or re-applied with.
+func (hb *holdBook) leaseOf(lease time.Duration) time.Duration {
+	if lease > 0 {
+		return lease
+	}
+	return hb.watchdog
+}
+
+// leaseFor is the lease to re-apply on a partial release of k.
+func (hb *holdBook) leaseFor(k holdKey) time.Duration {
+	if h := hb.holds[k]; h != nil && h.lease > 0 {
+		return h.lease
+	}
+	return hb.watchdog
+}
+
+// arm schedules the watchdog on b's mailbox unless it is already due.
+func (hb *holdBook) arm(b *base, after time.Duration) {
+	if hb.armed {
+		return
+	}
+	hb.armed = true
+	if hb.timer == nil {
+		hb.timer = b.after(after, renewTick)
+		return
+	}
+	hb.timer.Reset(max(after, time.Millisecond))
+}
+
+// renewAll is the watchdog: it re-applies the lease of every watchdog hold
+// with renew. A renewal that finds the field gone, or no successful renewal
+// before the lease would have run out, loses the hold; Redis errors are
+// retried sooner while lease remains. It reports whether a hold was lost.
+func (hb *holdBook) renewAll(b *base, renew func(holdKey) (bool, error)) (lostAny bool) {
+	hb.armed = false
+	next := hb.watchdog / 3
+	for k, h := range hb.holds {
+		if h.lease > 0 {
+			continue
+		}
+		if h.isLost() { // the deadline passed while we could not renew
+			hb.drop(k, h, true)
+			lostAny = true
+			continue
+		}
+		sent := time.Now()
+		ok, err := renew(k)
+		switch {
+		case err == nil && ok && !h.isLost():
+			h.confirm(sent, hb.watchdog)
+		case err == nil || time.Since(h.confirmed) >= hb.watchdog:
+			b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", k.owner, "err", err)
+			hb.drop(k, h, true)
+			lostAny = true
+		default:
+			b.rt.cfg.Logger.Debug("lockactor: renewal failed, retrying", "lock", b.key.Name, "err", err)
+			next = min(next, hb.watchdog/10, hb.watchdog-time.Since(h.confirmed))
+		}
+	}
+	if hb.renewing() {
+		hb.arm(b, next)
+	}
+	return lostAny
+}
+
+// stop cancels the watchdog. Deadlines keep running: a hold still ends when
+// its lease runs out, and Lost says so even after Close.
+func (hb *holdBook) stop() {
+	if hb.timer != nil {
+		hb.timer.Stop()
+		hb.armed = false
+	}
+}
+
+// tidy drops fixed-lease holds whose lease has run out.
+func (hb *holdBook) tidy() {
+	now := time.Now()
+	for k, h := range hb.holds {
+		if h.expired(now) {
+			hb.drop(k, h, false)
+		}
+	}
+}

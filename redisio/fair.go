@@ -1,0 +1,48 @@
+package redisio
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockactor/lockactor/scripts"
+)
+
+// The fair lock (RedissonFairLock): a reentrant lock whose waiters queue in
+// Redis, each woken on its own channel.
+
+func (c *Conn) fairKeys(name string) []string {
+	return []string{name, FairQueue(name), FairTimeouts(name)}
+}
+
+// FairLock runs fair_lock.lua: granted, or queued with an estimated wait. w is
+// how long a queued waiter may go without retrying before it is purged; a
+// tryOnly attempt never joins the queue.
+func (c *Conn) FairLock(ctx context.Context, name, owner string, lease, w time.Duration, now time.Time, tryOnly bool) (granted bool, wait time.Duration, err error) {
+	once := "0"
+	if tryOnly {
+		once = "1"
+	}
+	cmd := scripts.FairLock.Run(ctx, c.rdb, c.fairKeys(name), ms(lease), owner, ms(w), now.UnixMilli(), once)
+	n, granted, err := intReply(cmd)
+	return granted, time.Duration(n) * time.Millisecond, err
+}
+
+// FairUnlock runs fair_unlock.lua for one hold of owner.
+func (c *Conn) FairUnlock(ctx context.Context, name, owner string, lease time.Duration, now time.Time) (UnlockResult, error) {
+	keys := append(c.fairKeys(name), LockChannel(name))
+	return unlockResult(scripts.FairUnlock.Run(ctx, c.rdb, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), c.publish))
+}
+
+// FairCancel takes owner out of the queue (fair_cancel.lua); true if it was queued.
+func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration) (bool, error) {
+	keys := append(c.fairKeys(name), LockChannel(name))
+	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, c.publish).Int64()
+	return n == 1, err
+}
+
+// FairForceUnlock deletes the lock whoever holds it and wakes the queue's head.
+func (c *Conn) FairForceUnlock(ctx context.Context, name string) (bool, error) {
+	keys := []string{name, FairQueue(name), LockChannel(name)}
+	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, c.publish).Int64()
+	return n == 1, err
+}

@@ -1,0 +1,64 @@
+-- fair_lock.lua: take one hold of a fair lock, or join (or stay in) its queue.
+--
+-- KEYS[1]  the lock hash: field <owner> -> hold count
+-- KEYS[2]  the queue, redisson_lock_queue:{name}: list of waiting owners
+-- KEYS[3]  the deadlines, redisson_lock_timeout:{name}: zset owner -> epoch ms
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  owner
+-- ARGV[3]  W: how long a waiter stays queued without retrying, ms
+-- ARGV[4]  now, epoch ms of the caller's clock
+-- ARGV[5]  "1" for a single attempt that must not join the queue
+--
+-- Returns nil when granted (fresh or reentrant); otherwise the estimated wait
+-- in ms (a single attempt gets the lock's PTTL, or 0 when it is free but
+-- others are queued). Waiters whose deadline has passed are purged from the
+-- head first.
+local now = tonumber(ARGV[4])
+local w = tonumber(ARGV[3])
+while true do
+    local first = redis.call('lindex', KEYS[2], 0)
+    if not first then break end
+    local deadline = tonumber(redis.call('zscore', KEYS[3], first))
+    if deadline == nil or deadline <= now then
+        redis.call('zrem', KEYS[3], first)
+        redis.call('lpop', KEYS[2])
+    else
+        break
+    end
+end
+
+local free = redis.call('exists', KEYS[1]) == 0
+if free and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], ARGV[2])
+    for _, waiter in ipairs(redis.call('zrange', KEYS[3], 0, -1)) do
+        redis.call('zincrby', KEYS[3], -w, waiter)
+    end
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+
+if ARGV[5] == '1' then
+    return math.max(redis.call('pttl', KEYS[1]), 0)
+end
+local mine = redis.call('zscore', KEYS[3], ARGV[2])
+if mine then
+    return tonumber(mine) - w - now
+end
+local last = redis.call('lindex', KEYS[2], -1)
+local base
+if last and last ~= ARGV[2] then
+    base = tonumber(redis.call('zscore', KEYS[3], last)) - now
+else
+    base = redis.call('pttl', KEYS[1])
+end
+if redis.call('zadd', KEYS[3], now + base + w, ARGV[2]) == 1 then
+    redis.call('rpush', KEYS[2], ARGV[2])
+end
+return base
