@@ -53,6 +53,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.idleAfter <= 0 {
 		return nil, fmt.Errorf("%w: idle actor timeout %v <= 0", ErrInvalidArgument, o.idleAfter)
 	}
+	if o.fairWait <= 0 {
+		return nil, fmt.Errorf("%w: fair lock wait timeout %v <= 0", ErrInvalidArgument, o.fairWait)
+	}
 	c := &Client{
 		id:   uuid.NewString(),
 		opts: o,
@@ -61,6 +64,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	c.rt = actors.NewRuntime(rdb, actors.Config{
 		Watchdog:  o.watchdog,
 		IdleAfter: o.idleAfter,
+		FairWait:  o.fairWait,
 		Logger:    o.logger,
 	})
 	return c, nil
@@ -111,6 +115,25 @@ func (c *Client) newOwner() string {
 // ErrInvalidArgument from the handle's first call.
 func (c *Client) Lock(name string) *Lock {
 	return c.newLock(actors.KindLock, name)
+}
+
+// FairLock returns a handle on the fair lock name (RedissonFairLock): waiters
+// on every client are granted in the order they asked. Each waiter is queued
+// in Redis with a deadline (WithFairLockWaitTimeout, or the call's WithWait)
+// after which a waiter that stopped retrying, e.g. a crashed process, is
+// skipped. A grant lowers every queued deadline, so its cost grows with the
+// number of waiters: O(waiters) per grant.
+func (c *Client) FairLock(name string) *Lock {
+	return c.newLock(actors.KindFair, name)
+}
+
+// FencedLock returns a handle on a reentrant lock that issues fencing tokens:
+// each acquisition from zero holds increments redisson_lock_token:{name} in
+// the same script, and Token reports it. A resource that remembers the
+// highest token it has seen and rejects writes carrying a lower one stays
+// safe even when a paused holder wakes up after its lease ran out.
+func (c *Client) FencedLock(name string) *Lock {
+	return c.newLock(actors.KindFenced, name)
 }
 
 func (c *Client) newLock(kind actors.Kind, name string) *Lock {

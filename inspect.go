@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockactor/lockactor/actors"
+	"github.com/lockactor/lockactor/messages"
 	"github.com/lockactor/lockactor/redisio"
 )
 
@@ -26,17 +28,46 @@ func query[T any](ctx context.Context, l *Lock, fn func(context.Context, *redisi
 	return v, nil
 }
 
+// rwMode is the mode field a ReadWriteLock view owns: "read" or "write".
+func (l *Lock) rwMode() string {
+	if l.mode == messages.Write {
+		return "write"
+	}
+	return "read"
+}
+
+// field is this handle's field in the lock hash.
+func (l *Lock) field() string {
+	if l.mode == messages.Write {
+		return redisio.WriteField(l.owner)
+	}
+	return l.owner
+}
+
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters; true if
-// it was locked. The holder finds out at its next renewal (Lost closes).
+// it was locked. For a ReadWriteLock view it deletes the lock only while it is
+// held in that view's mode. The holder finds out at its next renewal (Lost
+// closes).
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
+		switch l.key.Kind {
+		case actors.KindFair:
+			return io.FairForceUnlock(ctx, l.name)
+		case actors.KindRW:
+			return io.RWForceUnlock(ctx, l.name, l.rwMode())
+		}
 		return io.ForceUnlock(ctx, l.name)
 	})
 }
 
-// IsLocked reports whether anyone holds the lock.
+// IsLocked reports whether anyone holds the lock; for a ReadWriteLock view,
+// whether it is held in that view's mode.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
+		if l.key.Kind == actors.KindRW {
+			mode, err := io.RWMode(ctx, l.name)
+			return mode == l.rwMode(), err
+		}
 		return io.Exists(ctx, l.name)
 	})
 }
@@ -50,7 +81,7 @@ func (l *Lock) IsHeldByMe(ctx context.Context) (bool, error) {
 // HoldCount is this handle's reentrant count (0 when it holds nothing).
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (int, error) {
-		return io.HoldCount(ctx, l.name, l.owner)
+		return io.HoldCount(ctx, l.name, l.field())
 	})
 }
 

@@ -28,10 +28,12 @@ type Lock struct {
 	c     *Client
 	name  string
 	key   actors.Key
-	owner string // "<clientUUID>:<handleID>", the hash field in Redis
+	owner string        // "<clientUUID>:<handleID>", the hash field in Redis
+	mode  messages.Mode // which view of a ReadWriteLock; Exclusive otherwise
 
-	mu   sync.Mutex
-	lost chan struct{}
+	mu    sync.Mutex
+	lost  chan struct{}
+	token uint64 // fencing token of the current hold; 0 when not held
 }
 
 // Name is the lock's name, the Redis key of its hash.
@@ -89,54 +91,23 @@ func (l *Lock) check(ctx context.Context) error {
 }
 
 // acquire asks the lock's actor for one hold and waits for its answer, ctx,
-// the wait bound (expired) or Close.
+// the wait bound (expired) or Close. A grant that raced a cancelled ctx is
+// given back; one that raced the wait bound is kept.
 func (l *Lock) acquire(ctx context.Context, o lockOptions, tryOnly bool, expired <-chan time.Time) (bool, error) {
-	req := messages.NewRequest()
-	msg := &messages.Acquire{Owner: l.owner, Lease: o.lease, TryOnly: tryOnly, Req: req}
-	if err := l.c.rt.Send(l.key, msg); err != nil {
-		return false, errClosed(l.name)
-	}
-	select {
-	case res := <-req.Reply():
-		return l.answer(res)
-	case <-ctx.Done():
-		return l.giveUp(req, ctx.Err())
-	case <-expired:
-		return l.giveUp(req, nil)
-	case <-l.c.done:
-		req.Abandon()
-		return false, errClosed(l.name)
-	}
-}
-
-// giveUp withdraws a request. If the actor answered first, a grant is kept
-// when the wait bound ran out (cause nil) and given back when ctx ended.
-func (l *Lock) giveUp(req *messages.Request, cause error) (bool, error) {
-	if req.Abandon() {
-		_ = l.c.rt.Send(l.key, &messages.Abandon{Req: req})
-		if cause != nil {
-			return false, nameError(l.name, cause)
-		}
-		return false, nil
-	}
-	res := <-req.Reply()
-	if cause == nil {
-		return l.answer(res)
-	}
-	if res.Granted {
-		_ = l.c.rt.Send(l.key, &messages.Release{Owner: l.owner})
-	}
-	return false, nameError(l.name, cause)
-}
-
-// answer turns the actor's Result into the call's return values.
-func (l *Lock) answer(res messages.Result) (bool, error) {
+	m := &messages.Acquire{Owner: l.owner, Mode: l.mode, Lease: o.lease, Wait: o.wait, TryOnly: tryOnly, Req: messages.NewRequest()}
+	res, err := l.c.await(ctx, l.key, m, expired, func() {
+		_ = l.c.rt.Send(l.key, &messages.Release{Owner: l.owner, Mode: l.mode})
+	})
 	switch {
+	case err != nil:
+		return false, nameError(l.name, err)
 	case res.Err != nil:
 		return false, nameError(l.name, res.Err)
+	case res.Upgrade:
+		return false, invalid(l.name, "read-to-write upgrade: this owner holds read holds, and the write lock would wait for itself")
 	case res.Granted:
 		l.mu.Lock()
-		l.lost = res.Lost
+		l.lost, l.token = res.Lost, res.Token
 		l.mu.Unlock()
 		return true, nil
 	}
@@ -151,7 +122,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return err
 	}
 	reply := make(chan messages.ReleaseResult, 1)
-	if err := l.c.rt.Send(l.key, &messages.Release{Owner: l.owner, Reply: reply}); err != nil {
+	if err := l.c.rt.Send(l.key, &messages.Release{Owner: l.owner, Mode: l.mode, Reply: reply}); err != nil {
 		return errClosed(l.name)
 	}
 	select {
@@ -161,6 +132,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			return nameError(l.name, res.Err)
 		case res.NotHeld:
 			return nameError(l.name, ErrNotHeld)
+		}
+		if res.Gone {
+			l.mu.Lock()
+			l.token = 0
+			l.mu.Unlock()
 		}
 		return nil
 	case <-ctx.Done():
@@ -183,6 +159,19 @@ func (l *Lock) Lost() <-chan struct{} {
 	return l.lost
 }
 
-// Token is the fencing token of the current hold of a FencedLock; 0 for other
-// kinds or when not held.
-func (l *Lock) Token() uint64 { return 0 }
+// Token is the fencing token of the current hold of a FencedLock: strictly
+// greater than every token issued before for that name, across all clients,
+// and the same for every reentrant hold of one acquisition. 0 for other kinds,
+// when not held, or once Lost has closed.
+func (l *Lock) Token() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost != nil {
+		select {
+		case <-l.lost:
+			return 0
+		default:
+		}
+	}
+	return l.token
+}

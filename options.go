@@ -13,6 +13,7 @@ type options struct {
 	watchdog  time.Duration
 	logger    *slog.Logger
 	idleAfter time.Duration
+	fairWait  time.Duration
 }
 
 func defaultOptions() options {
@@ -20,6 +21,7 @@ func defaultOptions() options {
 		watchdog:  30 * time.Second,
 		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		idleAfter: 5 * time.Second,
+		fairWait:  5 * time.Minute,
 	}
 }
 
@@ -44,6 +46,14 @@ func WithLogger(l *slog.Logger) Option {
 // waiters before it is reclaimed (and its channel unsubscribed). Default 5s.
 func WithIdleActorTimeout(d time.Duration) Option {
 	return func(o *options) { o.idleAfter = d }
+}
+
+// WithFairLockWaitTimeout sets how long a FairLock waiter stays in the
+// Redis queue, beyond the wait of the waiters ahead of it, without retrying;
+// a waiter whose process died is skipped after it. A TryLock with WithWait
+// uses its wait instead. Default 5 minutes, as in Redisson.
+func WithFairLockWaitTimeout(d time.Duration) Option {
+	return func(o *options) { o.fairWait = d }
 }
 
 // LockOption configures one acquisition.

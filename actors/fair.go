@@ -189,7 +189,10 @@ func (a *fairActor) release(m *messages.Release) {
 		return
 	}
 	a.released(k, res)
-	answerRelease(m, messages.ReleaseResult{NotHeld: res == redisio.NotHeld})
+	answerRelease(m, messages.ReleaseResult{
+		NotHeld: res == redisio.NotHeld,
+		Gone:    res == redisio.Released || res == redisio.Left,
+	})
 }
 
 func (a *fairActor) renewOne(k holdKey) (bool, error) {

@@ -179,7 +179,10 @@ func (a *lockActor) release(m *messages.Release) {
 		return
 	}
 	a.released(k, res)
-	answerRelease(m, messages.ReleaseResult{NotHeld: res == redisio.NotHeld})
+	answerRelease(m, messages.ReleaseResult{
+		NotHeld: res == redisio.NotHeld,
+		Gone:    res == redisio.Released || res == redisio.Left,
+	})
 	if res == redisio.Released {
 		a.serve()
 	}

@@ -34,6 +34,7 @@ type Release struct {
 // ReleaseResult answers a Release.
 type ReleaseResult struct {
 	NotHeld bool  // Owner held nothing (or no longer)
+	Gone    bool  // that was Owner's last hold in this view
 	Err     error // a Redis error; nothing is known to have changed
 }
 

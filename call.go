@@ -1,0 +1,45 @@
+package lockactor
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockactor/lockactor/actors"
+	"github.com/lockactor/lockactor/messages"
+)
+
+// await sends m to key's actor and waits for the answer, for ctx to end, for
+// the wait bound (expired) or for Close, whichever comes first. It returns
+// the actor's Result, or the error that ended the wait unwrapped (the caller
+// adds the name). The Request decides races: if the actor answered before the
+// caller withdrew, a grant is kept when the wait bound ran out (the caller
+// did get it in time) and handed to giveBack when ctx ended (the caller must
+// hold nothing).
+func (c *Client) await(ctx context.Context, key actors.Key, m *messages.Acquire, expired <-chan time.Time, giveBack func()) (messages.Result, error) {
+	if err := c.rt.Send(key, m); err != nil {
+		return messages.Result{}, ErrClosed
+	}
+	var cause error
+	select {
+	case res := <-m.Req.Reply():
+		return res, nil
+	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-expired:
+	case <-c.done:
+		m.Req.Abandon()
+		return messages.Result{}, ErrClosed
+	}
+	if m.Req.Abandon() {
+		_ = c.rt.Send(key, &messages.Abandon{Req: m.Req}) // lets the actor drop it early
+		return messages.Result{}, cause
+	}
+	res := <-m.Req.Reply()
+	if cause != nil {
+		if res.Granted {
+			giveBack()
+		}
+		return messages.Result{}, cause
+	}
+	return res, nil
+}
