@@ -16,7 +16,14 @@ import (
 // did get it in time) and handed to giveBack when ctx ended (the caller must
 // hold nothing).
 func (c *Client) await(ctx context.Context, key actors.Key, m *messages.Acquire, expired <-chan time.Time, giveBack func()) (messages.Result, error) {
-	if err := c.rt.Send(key, m); err != nil {
+	send := func(msg any) error { return c.rt.Send(key, msg) }
+	return await(ctx, send, c.done, m, expired, giveBack)
+}
+
+// await is Client.await for any destination: send delivers to the actor,
+// done is closed when its Client closes.
+func await(ctx context.Context, send func(any) error, done <-chan struct{}, m *messages.Acquire, expired <-chan time.Time, giveBack func()) (messages.Result, error) {
+	if err := send(m); err != nil {
 		return messages.Result{}, ErrClosed
 	}
 	var cause error
@@ -26,12 +33,12 @@ func (c *Client) await(ctx context.Context, key actors.Key, m *messages.Acquire,
 	case <-ctx.Done():
 		cause = ctx.Err()
 	case <-expired:
-	case <-c.done:
+	case <-done:
 		m.Req.Abandon()
 		return messages.Result{}, ErrClosed
 	}
 	if m.Req.Abandon() {
-		_ = c.rt.Send(key, &messages.Abandon{Req: m.Req}) // lets the actor drop it early
+		_ = send(&messages.Abandon{Req: m.Req}) // lets the actor drop it early
 		return messages.Result{}, cause
 	}
 	res := <-m.Req.Reply()

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -31,6 +32,7 @@ type Client struct {
 	nextHandle atomic.Int64
 	done       chan struct{} // closed by Close: every waiting call returns ErrClosed
 	closeOnce  sync.Once
+	cluster    bool // rdb is a Redis Cluster: names must keep their keys in one slot
 }
 
 // New starts the embedded runtime over one Redis deployment: a single server, a
@@ -56,16 +58,24 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.fairWait <= 0 {
 		return nil, fmt.Errorf("%w: fair lock wait timeout %v <= 0", ErrInvalidArgument, o.fairWait)
 	}
+	_, cluster := rdb.(*redis.ClusterClient)
+	sharded := cluster
+	if o.sharded != nil {
+		sharded = *o.sharded
+	}
 	c := &Client{
-		id:   uuid.NewString(),
-		opts: o,
-		done: make(chan struct{}),
+		id:      uuid.NewString(),
+		opts:    o,
+		done:    make(chan struct{}),
+		cluster: cluster,
 	}
 	c.rt = actors.NewRuntime(rdb, actors.Config{
 		Watchdog:  o.watchdog,
 		IdleAfter: o.idleAfter,
 		FairWait:  o.fairWait,
 		Logger:    o.logger,
+
+		ShardedPubSub: sharded,
 	})
 	return c, nil
 }
@@ -94,6 +104,18 @@ func (c *Client) Close() error {
 
 // ID is the client's UUID, the first half of every hash field it writes.
 func (c *Client) ID() string { return c.id }
+
+// slotSafe reports whether every key and channel derived from name lands in
+// name's Cluster slot: true unless the name has a '{' without a usable hash
+// tag ("{}" or "}{"), in which case the auxiliary keys cannot follow it.
+func slotSafe(name string) bool {
+	open := strings.IndexByte(name, '{')
+	if open < 0 {
+		return true
+	}
+	end := strings.IndexByte(name[open+1:], '}')
+	return end > 0
+}
 
 // closed reports whether Close has begun.
 func (c *Client) closed() bool {

@@ -84,6 +84,8 @@ func (l *Lock) check(ctx context.Context) error {
 		return invalid(l.name, "nil context")
 	case l.name == "":
 		return invalid(l.name, "empty lock name")
+	case l.c.cluster && !slotSafe(l.name):
+		return invalid(l.name, "on a Redis Cluster a name with '{' needs a non-empty {hash tag}")
 	case l.c.closed():
 		return errClosed(l.name)
 	}

@@ -14,6 +14,7 @@ type options struct {
 	logger    *slog.Logger
 	idleAfter time.Duration
 	fairWait  time.Duration
+	sharded   *bool // nil: decided by the client type
 }
 
 func defaultOptions() options {
@@ -54,6 +55,15 @@ func WithIdleActorTimeout(d time.Duration) Option {
 // uses its wait instead. Default 5 minutes, as in Redisson.
 func WithFairLockWaitTimeout(d time.Duration) Option {
 	return func(o *options) { o.fairWait = d }
+}
+
+// WithShardedPubSub chooses how releases are announced: SPUBLISH/SSUBSCRIBE
+// (sharded, Redis 7+) or PUBLISH/SUBSCRIBE. Default: sharded on a
+// *redis.ClusterClient, as Redisson 3.22+ does there; classic elsewhere. Turn
+// it off on a cluster shared with Java clients older than 3.22, or on a
+// cluster of Redis < 7.
+func WithShardedPubSub(on bool) Option {
+	return func(o *options) { o.sharded = &on }
 }
 
 // LockOption configures one acquisition.

@@ -39,6 +39,8 @@ func (s *Semaphore) check(ctx context.Context, n int, minN int) error {
 		return invalid(s.name, "nil context")
 	case s.name == "":
 		return invalid(s.name, "empty semaphore name")
+	case s.c.cluster && !slotSafe(s.name):
+		return invalid(s.name, "on a Redis Cluster a name with '{' needs a non-empty {hash tag}")
 	case n < minN:
 		return invalid(s.name, fmt.Sprintf("%d permits", n))
 	case s.c.closed():

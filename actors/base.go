@@ -20,9 +20,10 @@ type base struct {
 	entry *entry
 	self  *actor.PID
 
-	idleTimer *time.Timer // ticks every IdleAfter; see idleTick
-	busy      bool        // a message other than an idle tick arrived since the last tick
-	retiring  bool        // left the registry; forwards stragglers, then stops
+	idleTimer *time.Timer         // ticks every IdleAfter; see idleTick
+	busy      bool                // a message other than an idle tick arrived since the last tick
+	retiring  bool                // left the registry; forwards stragglers, then stops
+	resend    func(msg any) error // delivers to this key's next actor; nil: rt.Send
 }
 
 // state is what base needs to know of a concrete actor.
@@ -92,7 +93,11 @@ func (b *base) forward(m any) bool {
 	if !b.retiring {
 		return false
 	}
-	if err := b.rt.Send(b.key, m); err != nil {
+	resend := b.resend
+	if resend == nil {
+		resend = func(msg any) error { return b.rt.Send(b.key, msg) }
+	}
+	if err := resend(m); err != nil {
 		b.rt.cfg.Logger.Debug("lockactor: message dropped at close", "lock", b.key.Name)
 	}
 	return true

@@ -64,6 +64,10 @@ func (a *fairActor) Receive(ctx actor.Context) {
 		}
 	case *messages.RenewTick:
 		a.renewAll(&a.base, a.renewOne)
+	case *messages.Extend:
+		a.extend(m, a.renewOne)
+	case *messages.Lose:
+		a.lose(m)
 	}
 }
 
@@ -195,8 +199,8 @@ func (a *fairActor) release(m *messages.Release) {
 	})
 }
 
-func (a *fairActor) renewOne(k holdKey) (bool, error) {
-	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, a.watchdog)
+func (a *fairActor) renewOne(k holdKey, lease time.Duration) (bool, error) {
+	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease)
 }
 
 func (a *fairActor) quiet() bool { return len(a.holds) == 0 && len(a.waiting) == 0 }

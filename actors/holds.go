@@ -180,7 +180,7 @@ func (hb *holdBook) arm(b *base, after time.Duration) {
 // with renew. A renewal that finds the field gone, or no successful renewal
 // before the lease would have run out, loses the hold; Redis errors are
 // retried sooner while lease remains. It reports whether a hold was lost.
-func (hb *holdBook) renewAll(b *base, renew func(holdKey) (bool, error)) (lostAny bool) {
+func (hb *holdBook) renewAll(b *base, renew renewFunc) (lostAny bool) {
 	hb.armed = false
 	next := hb.watchdog / 3
 	for k, h := range hb.holds {
@@ -193,7 +193,7 @@ func (hb *holdBook) renewAll(b *base, renew func(holdKey) (bool, error)) (lostAn
 			continue
 		}
 		sent := time.Now()
-		ok, err := renew(k)
+		ok, err := renew(k, hb.watchdog)
 		switch {
 		case err == nil && ok && !h.isLost():
 			h.confirm(sent, hb.watchdog)
@@ -210,6 +210,36 @@ func (hb *holdBook) renewAll(b *base, renew func(holdKey) (bool, error)) (lostAn
 		hb.arm(b, next)
 	}
 	return lostAny
+}
+
+// renewFunc re-applies lease to k's hold in Redis; false when it is gone.
+type renewFunc func(k holdKey, lease time.Duration) (bool, error)
+
+// extend serves a RedLock coordinator's renewal of one node: it re-applies
+// m.Lease and keeps the record in step (a hold found gone is lost).
+func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
+	k := holdKey{m.Owner, m.Mode}
+	sent := time.Now()
+	ok, err := renew(k, m.Lease)
+	if h := hb.holds[k]; h != nil && err == nil {
+		if ok {
+			h.lease = m.Lease
+			h.confirm(sent, hb.watchdog)
+		} else {
+			hb.drop(k, h, true)
+		}
+	}
+	if m.Reply != nil {
+		m.Reply <- messages.ExtendResult{OK: ok, Err: err}
+	}
+}
+
+// lose closes the Lost channel of m's hold and forgets it.
+func (hb *holdBook) lose(m *messages.Lose) {
+	k := holdKey{m.Owner, m.Mode}
+	if h := hb.holds[k]; h != nil {
+		hb.drop(k, h, true)
+	}
 }
 
 // stop cancels the watchdog. Deadlines keep running: a hold still ends when

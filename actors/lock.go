@@ -54,6 +54,10 @@ func (a *lockActor) Receive(ctx actor.Context) {
 		if a.renewAll(&a.base, a.renewOne) {
 			a.serve() // a lost hold frees the lock for local waiters
 		}
+	case *messages.Extend:
+		a.extend(m, a.renewOne)
+	case *messages.Lose:
+		a.lose(m)
 	}
 }
 
@@ -188,7 +192,9 @@ func (a *lockActor) release(m *messages.Release) {
 	}
 }
 
-func (a *lockActor) renewOne(k holdKey) (bool, error) { return a.scheme.renew(a, k) }
+func (a *lockActor) renewOne(k holdKey, lease time.Duration) (bool, error) {
+	return a.scheme.renew(a, k, lease)
+}
 
 // armRetry wakes the waiters when the holder's TTL runs out, in case the
 // unlock message is lost. A key without expiry (ttl < 0) is retried after a

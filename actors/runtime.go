@@ -27,6 +27,7 @@ const (
 	KindFair                  // FIFO across clients (RedissonFairLock)
 	KindRW                    // read-write lock (RedissonReadWriteLock)
 	KindSemaphore             // counting semaphore (RedissonSemaphore)
+	KindGroup                 // MultiLock / RedLock coordinator
 )
 
 // Key identifies one lock actor within a runtime.
@@ -41,6 +42,7 @@ type Config struct {
 	IdleAfter        time.Duration // an actor with no holds and no waiters retires after this
 	FairWait         time.Duration // how long a fair-lock waiter stays queued in Redis unless its call gives a wait
 	SemaphoreRecheck time.Duration // how often a semaphore's waiters re-check without a message
+	ShardedPubSub    bool          // SPUBLISH/SSUBSCRIBE (Redis Cluster 7+) instead of PUBLISH/SUBSCRIBE
 	Logger           *slog.Logger
 }
 
@@ -80,8 +82,8 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	return &Runtime{
 		cfg:    cfg,
 		system: system,
-		io:     redisio.NewConn(rdb),
-		ps:     redisio.NewPubSub(rdb, log),
+		io:     redisio.NewConn(rdb, cfg.ShardedPubSub),
+		ps:     redisio.NewPubSub(rdb, cfg.ShardedPubSub, log),
 		ctx:    ctx,
 		cancel: cancel,
 	}
@@ -92,7 +94,17 @@ func (rt *Runtime) IO() *redisio.Conn { return rt.io }
 
 // Send delivers msg to the actor of key, spawning it if needed.
 func (rt *Runtime) Send(key Key, msg any) error {
-	e, err := rt.pin(key)
+	return rt.send(key, nil, msg)
+}
+
+// SendGroup delivers msg to the coordinator of group g, named key (KindGroup),
+// spawning it if needed.
+func (rt *Runtime) SendGroup(key Key, g Group, msg any) error {
+	return rt.send(key, func(e *entry) actor.Actor { return newGroupActor(rt, key, e, g) }, msg)
+}
+
+func (rt *Runtime) send(key Key, produce func(*entry) actor.Actor, msg any) error {
+	e, err := rt.pin(key, produce)
 	if err != nil {
 		return err
 	}
@@ -122,8 +134,9 @@ func (e *entry) pin() bool {
 func (e *entry) unpin()       { e.refs.Add(-1) }
 func (e *entry) retire() bool { return e.refs.CompareAndSwap(0, retired) }
 
-// pin finds or spawns the actor for key and pins its slot.
-func (rt *Runtime) pin(key Key) (*entry, error) {
+// pin finds or spawns the actor for key (built by produce, or by kind when
+// nil) and pins its slot.
+func (rt *Runtime) pin(key Key, produce func(*entry) actor.Actor) (*entry, error) {
 	if v, ok := rt.locks.Load(key); ok && v.(*entry).pin() {
 		return v.(*entry), nil
 	}
@@ -137,7 +150,10 @@ func (rt *Runtime) pin(key Key) (*entry, error) {
 	}
 	e := &entry{}
 	e.refs.Store(1)
-	props := actor.PropsFromProducer(func() actor.Actor { return rt.newActor(key, e) })
+	if produce == nil {
+		produce = func(e *entry) actor.Actor { return rt.newActor(key, e) }
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return produce(e) })
 	rt.running.Add(1)
 	e.pid = rt.system.Root.Spawn(props)
 	rt.locks.Store(key, e)

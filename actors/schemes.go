@@ -13,7 +13,7 @@ type scheme interface {
 	channel(name string) string
 	acquire(a *lockActor, m *messages.Acquire, lease time.Duration) (attempt, error)
 	release(a *lockActor, m *messages.Release, lease time.Duration) (redisio.UnlockResult, error)
-	renew(a *lockActor, k holdKey) (bool, error)
+	renew(a *lockActor, k holdKey, lease time.Duration) (bool, error)
 	// exclusive: only one owner holds at a time, so a release message that
 	// arrives while a local owner holds is our own and wakes nobody.
 	exclusive() bool
@@ -42,8 +42,8 @@ func (reentrant) release(a *lockActor, m *messages.Release, lease time.Duration)
 	return a.rt.io.Unlock(a.rt.ctx, a.key.Name, m.Owner, lease)
 }
 
-func (reentrant) renew(a *lockActor, k holdKey) (bool, error) {
-	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, a.watchdog)
+func (reentrant) renew(a *lockActor, k holdKey, lease time.Duration) (bool, error) {
+	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease)
 }
 
 // fenced is a reentrant lock whose grants from zero holds issue a token.
@@ -76,6 +76,6 @@ func (rw) release(a *lockActor, m *messages.Release, lease time.Duration) (redis
 	return a.rt.io.WriteUnlock(a.rt.ctx, a.key.Name, m.Owner, lease)
 }
 
-func (rw) renew(a *lockActor, k holdKey) (bool, error) {
-	return a.rt.io.RWRenew(a.rt.ctx, a.key.Name, k.owner, k.mode == messages.Write, a.watchdog)
+func (rw) renew(a *lockActor, k holdKey, lease time.Duration) (bool, error) {
+	return a.rt.io.RWRenew(a.rt.ctx, a.key.Name, k.owner, k.mode == messages.Write, lease)
 }

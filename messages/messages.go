@@ -60,6 +60,31 @@ type Wake struct {
 	Payload string // the message, for WakeMessage
 }
 
+// Extend re-applies Lease to Owner's hold if it still exists: a RedLock
+// coordinator's renewal of one node.
+type Extend struct {
+	Owner string
+	Mode  Mode
+	Lease time.Duration
+	Reply chan ExtendResult
+}
+
+// ExtendResult answers an Extend.
+type ExtendResult struct {
+	OK  bool  // the hold existed and the lease was re-applied
+	Err error // a Redis error
+}
+
+// Lose marks Owner's hold as lost (its RedLock can no longer keep a
+// majority): Lost closes and the actor stops tracking it.
+type Lose struct {
+	Owner string
+	Mode  Mode
+}
+
+// RetryTick tells a group coordinator to try its pending acquisition again.
+type RetryTick struct{}
+
 // RenewTick is the watchdog's timer firing.
 type RenewTick struct{}
 
@@ -76,3 +101,6 @@ func (*Abandon) IgnoreDeadLetterLogging()   {} // see above
 func (*Wake) IgnoreDeadLetterLogging()      {} // see above
 func (*RenewTick) IgnoreDeadLetterLogging() {} // see above
 func (*IdleTick) IgnoreDeadLetterLogging()  {} // see above
+func (*Extend) IgnoreDeadLetterLogging()    {} // see above
+func (*Lose) IgnoreDeadLetterLogging()      {} // see above
+func (*RetryTick) IgnoreDeadLetterLogging() {} // see above

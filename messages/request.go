@@ -13,6 +13,7 @@ type Result struct {
 	Token   uint64        // granted by a fenced lock: the hold's fencing token
 	Upgrade bool          // refused: a read holder asked for the write lock
 	Err     error         // a Redis error; the hold was not taken
+	Parts   []Result      // a group's grant: each member's, in member order
 }
 
 // Request states: an actor answers a pending request, or the caller abandons

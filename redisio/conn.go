@@ -21,8 +21,14 @@ type Conn struct {
 }
 
 // NewConn wraps rdb. It does not take ownership: closing rdb is the caller's.
-func NewConn(rdb redis.UniversalClient) *Conn {
-	return &Conn{rdb: rdb, publish: "publish"}
+// sharded makes the scripts publish with SPUBLISH (Redis Cluster 7+, matching
+// Redisson's default there); otherwise they PUBLISH.
+func NewConn(rdb redis.UniversalClient, sharded bool) *Conn {
+	c := &Conn{rdb: rdb, publish: "publish"}
+	if sharded {
+		c.publish = "spublish"
+	}
+	return c
 }
 
 // Wait blocks until every guarded command that outlived its caller has ended.

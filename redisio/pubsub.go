@@ -33,45 +33,51 @@ type Event struct {
 	Payload string
 }
 
-// Handler receives the events of one channel. It runs on the receive loop's
+// Handler receives the events of one channel. It runs on a receive loop's
 // goroutine and must not block (lock actors only post a message).
 type Handler func(Event)
 
-// healthEvery is how long the receive loop reads before it pings the server to
+// healthEvery is how long a receive loop reads before it pings the server to
 // find a dead connection; retryEvery spaces reconnect attempts.
 const (
 	healthEvery = 15 * time.Second
 	retryEvery  = 100 * time.Millisecond
 )
 
-// PubSub multiplexes the channels of one Client over one subscription
-// connection. Channels are subscribed when their first handler arrives and
-// unsubscribed when the last leaves.
+// PubSub multiplexes the channels of one Client over as few subscription
+// connections as the deployment allows: one for a single server or Sentinel
+// group (SUBSCRIBE), one per Cluster master in sharded mode (SSUBSCRIBE goes
+// to the master that owns the channel's slot). Channels are subscribed when
+// their first handler arrives and unsubscribed when the last leaves.
 type PubSub struct {
-	rdb redis.UniversalClient
-	log *slog.Logger
+	rdb     redis.UniversalClient
+	sharded bool
+	log     *slog.Logger
 
 	mu        sync.Mutex
-	ps        *redis.PubSub // nil until the first Subscribe
+	shards    map[string]*redis.PubSub // by master address; "" when not sharded
+	on        map[string]*redis.PubSub // channel -> the connection it is subscribed on
 	handlers  map[string]map[uint64]Handler
 	confirmed map[string]bool
 	nextID    uint64
 	closed    bool
 
-	stop     chan struct{}
-	loopDone chan struct{}
+	stop  chan struct{}
+	loops sync.WaitGroup
 }
 
 // NewPubSub prepares a multiplexer on rdb; no connection opens until the first
-// Subscribe.
-func NewPubSub(rdb redis.UniversalClient, log *slog.Logger) *PubSub {
+// Subscribe. sharded selects SSUBSCRIBE (Redis Cluster 7+).
+func NewPubSub(rdb redis.UniversalClient, sharded bool, log *slog.Logger) *PubSub {
 	return &PubSub{
 		rdb:       rdb,
+		sharded:   sharded,
 		log:       log,
+		shards:    make(map[string]*redis.PubSub),
+		on:        make(map[string]*redis.PubSub),
 		handlers:  make(map[string]map[uint64]Handler),
 		confirmed: make(map[string]bool),
 		stop:      make(chan struct{}),
-		loopDone:  make(chan struct{}),
 	}
 }
 
@@ -100,16 +106,48 @@ func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint
 		}
 		return id, nil
 	}
-	if p.ps == nil {
-		p.ps = p.rdb.Subscribe(ctx)
-		go p.loop(p.ps)
-	}
 	// go-redis remembers the channel even when this write fails and
-	// resubscribes it on the next connection, so an error here is not final.
-	return id, p.ps.Subscribe(ctx, channel)
+	// resubscribes it on the next connection, so an error is not final.
+	return id, p.join(ctx, channel)
 }
 
-// Unsubscribe removes the handler id from channel, and the channel from the
+// join subscribes channel on the connection of its shard, opening it if needed.
+func (p *PubSub) join(ctx context.Context, channel string) error {
+	if !p.sharded {
+		ps := p.shards[""]
+		if ps == nil {
+			ps = p.rdb.Subscribe(ctx)
+			p.open("", ps)
+		}
+		p.on[channel] = ps
+		return ps.Subscribe(ctx, channel)
+	}
+	addr := ""
+	if cc, ok := p.rdb.(*redis.ClusterClient); ok {
+		master, err := cc.MasterForKey(ctx, channel)
+		if err != nil {
+			return err
+		}
+		addr = master.Options().Addr
+	}
+	if ps := p.shards[addr]; ps != nil {
+		p.on[channel] = ps
+		return ps.SSubscribe(ctx, channel)
+	}
+	ps := p.rdb.SSubscribe(ctx, channel) // connects to the slot's master
+	p.open(addr, ps)
+	p.on[channel] = ps
+	return nil
+}
+
+// open registers a new connection and starts its receive loop.
+func (p *PubSub) open(addr string, ps *redis.PubSub) {
+	p.shards[addr] = ps
+	p.loops.Add(1)
+	go p.loop(ps)
+}
+
+// Unsubscribe removes the handler id from channel, and the channel from its
 // connection when it was the last.
 func (p *PubSub) Unsubscribe(ctx context.Context, channel string, id uint64) error {
 	p.mu.Lock()
@@ -121,13 +159,18 @@ func (p *PubSub) Unsubscribe(ctx context.Context, channel string, id uint64) err
 	}
 	delete(p.handlers, channel)
 	delete(p.confirmed, channel)
-	if p.ps == nil {
+	ps := p.on[channel]
+	delete(p.on, channel)
+	switch {
+	case ps == nil:
 		return nil
+	case p.sharded:
+		return ps.SUnsubscribe(ctx, channel)
 	}
-	return p.ps.Unsubscribe(ctx, channel)
+	return ps.Unsubscribe(ctx, channel)
 }
 
-// Close drops the connection and waits for the receive loop to end.
+// Close drops every connection and waits for the receive loops to end.
 func (p *PubSub) Close() {
 	p.mu.Lock()
 	if p.closed {
@@ -136,17 +179,16 @@ func (p *PubSub) Close() {
 	}
 	p.closed = true
 	close(p.stop)
-	ps := p.ps
-	p.mu.Unlock()
-	if ps != nil {
+	for _, ps := range p.shards {
 		_ = ps.Close()
-		<-p.loopDone
 	}
+	p.mu.Unlock()
+	p.loops.Wait()
 }
 
-// loop reads the subscription connection until Close and routes each event.
+// loop reads one subscription connection until Close and routes each event.
 func (p *PubSub) loop(ps *redis.PubSub) {
-	defer close(p.loopDone)
+	defer p.loops.Done()
 	ctx := context.Background()
 	healthy := true
 	for {
@@ -165,7 +207,7 @@ func (p *PubSub) loop(ps *redis.PubSub) {
 			if healthy {
 				healthy = false
 				p.log.Debug("lockactor: pub/sub connection lost", "err", err)
-				p.broadcast(Disconnected)
+				p.broadcast(ps)
 			}
 			select {
 			case <-p.stop:
@@ -199,14 +241,17 @@ func (p *PubSub) deliver(ev Event, confirm bool) {
 	}
 }
 
-// broadcast tells every handler that the connection broke.
-func (p *PubSub) broadcast(kind EventKind) {
+// broadcast tells the handlers of every channel on ps that it broke.
+func (p *PubSub) broadcast(ps *redis.PubSub) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for ch, hs := range p.handlers {
+		if p.on[ch] != ps {
+			continue
+		}
 		delete(p.confirmed, ch)
 		for _, h := range hs {
-			h(Event{Kind: kind, Channel: ch})
+			h(Event{Kind: Disconnected, Channel: ch})
 		}
 	}
 }

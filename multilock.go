@@ -1,0 +1,210 @@
+package lockactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockactor/lockactor/actors"
+	"github.com/lockactor/lockactor/messages"
+)
+
+// Node timeouts of a group round: how long the coordinator waits for one
+// member's answer. A RedLock keeps it small against its lease, as the Redlock
+// algorithm asks, so a dead or frozen node costs little; a MultiLock's members
+// usually share one Redis and get longer.
+const (
+	redLockNodeTimeout   = 50 * time.Millisecond
+	multiLockNodeTimeout = 2 * time.Second
+)
+
+// groupIDs names coordinators uniquely within the process.
+var groupIDs atomic.Int64
+
+// group is what MultiLock and RedLock share: the member handles and the
+// coordinator actor that runs their rounds. The coordinator lives in the
+// first member's Client and reaches the members' own lock actors, in
+// whichever Client each belongs to.
+type group struct {
+	locks []*Lock
+	name  string // for errors: the member names
+	err   error  // a construction error, returned by every call
+	key   actors.Key
+	g     actors.Group
+}
+
+func newGroup(kind string, locks []*Lock, redlock bool) group {
+	names := make([]string, len(locks))
+	gr := group{locks: locks}
+	for i, l := range locks {
+		if l == nil {
+			gr.err = fmt.Errorf("%w: %s member %d is nil", ErrInvalidArgument, kind, i)
+			names[i] = "<nil>"
+			continue
+		}
+		names[i] = l.name
+		if l.name == "" {
+			gr.err = fmt.Errorf("%w: %s member %d has an empty name", ErrInvalidArgument, kind, i)
+		}
+	}
+	gr.name = kind + "[" + strings.Join(names, ",") + "]"
+	if len(locks) == 0 {
+		gr.err = fmt.Errorf("%w: %s with no locks", ErrInvalidArgument, kind)
+	}
+	if gr.err != nil {
+		return gr
+	}
+	gr.key = actors.Key{Kind: actors.KindGroup, Name: fmt.Sprintf("%s#%d", kind, groupIDs.Add(1))}
+	gr.g = actors.Group{Quorum: len(locks), NodeTimeout: multiLockNodeTimeout, ValidUntil: new(atomic.Int64)}
+	if redlock {
+		gr.g.Quorum = len(locks)/2 + 1
+		gr.g.Redlock = true
+		gr.g.Lease = locks[0].c.opts.watchdog
+		gr.g.NodeTimeout = redLockNodeTimeout
+	}
+	for _, l := range locks {
+		gr.g.Members = append(gr.g.Members, actors.Member{RT: l.c.rt, Key: l.key, Owner: l.owner, Mode: l.mode})
+	}
+	return gr
+}
+
+// home is the Client whose runtime hosts the coordinator.
+func (gr *group) home() *Client { return gr.locks[0].c }
+
+func (gr *group) send(msg any) error { return gr.home().rt.SendGroup(gr.key, gr.g, msg) }
+
+func (gr *group) check(ctx context.Context) error {
+	switch {
+	case gr.err != nil:
+		return nameError(gr.name, gr.err)
+	case ctx == nil:
+		return invalid(gr.name, "nil context")
+	case gr.home().closed():
+		return errClosed(gr.name)
+	}
+	return nil
+}
+
+// acquire runs rounds on the coordinator until the group is held, the wait
+// bound or ctx ends, or errors alone make the quorum impossible.
+func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (bool, error) {
+	if err := gr.check(ctx); err != nil {
+		return false, err
+	}
+	o, err := lockOptionsOf(gr.name, opts)
+	if err != nil {
+		return false, err
+	}
+	m := &messages.Acquire{Lease: o.lease, Wait: o.wait, TryOnly: tryOnly && o.wait == 0, Req: messages.NewRequest()}
+	res, err := await(ctx, gr.send, gr.home().done, m, nil, func() {
+		_ = gr.send(&messages.Release{})
+	})
+	switch {
+	case err != nil:
+		return false, nameError(gr.name, err)
+	case res.Err != nil:
+		return false, nameError(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, res.Err))
+	case !res.Granted:
+		return false, nil
+	}
+	for i, part := range res.Parts {
+		if part.Granted {
+			l := gr.locks[i]
+			l.mu.Lock()
+			l.lost, l.token = part.Lost, part.Token
+			l.mu.Unlock()
+		}
+	}
+	return true, nil
+}
+
+// Lock waits until the group is held or ctx ends.
+func (gr *group) Lock(ctx context.Context, opts ...LockOption) error {
+	ok, err := gr.acquire(ctx, opts, false)
+	if err == nil && !ok {
+		err = nameError(gr.name, ErrNoQuorum)
+	}
+	return err
+}
+
+// TryLock makes one round, or rounds until WithWait runs out; (false, nil)
+// when the members were taken by others.
+func (gr *group) TryLock(ctx context.Context, opts ...LockOption) (bool, error) {
+	return gr.acquire(ctx, opts, true)
+}
+
+// Unlock releases every member, including those that did not answer when
+// the group was acquired.
+func (gr *group) Unlock(ctx context.Context) error {
+	if err := gr.check(ctx); err != nil {
+		return err
+	}
+	reply := make(chan messages.ReleaseResult, 1)
+	if err := gr.send(&messages.Release{Reply: reply}); err != nil {
+		return errClosed(gr.name)
+	}
+	select {
+	case res := <-reply:
+		switch {
+		case res.NotHeld:
+			return nameError(gr.name, ErrNotHeld)
+		case res.Err != nil:
+			return nameError(gr.name, errors.Join(ErrNoQuorum, res.Err))
+		}
+		return nil
+	case <-ctx.Done():
+		return nameError(gr.name, ctx.Err())
+	case <-gr.home().done:
+		return errClosed(gr.name)
+	}
+}
+
+// A MultiLock holds all of its locks or none (RedissonMultiLock). The locks
+// may come from different Clients; each member keeps its own watchdog.
+type MultiLock struct{ group }
+
+// NewMultiLock groups locks: all members or none, acquired in parallel; on
+// failure everything taken is released. Unlock releases every member even
+// when one fails and reports a joined error. No locks or a nil lock surface
+// as ErrInvalidArgument from the first call.
+func NewMultiLock(locks ...*Lock) *MultiLock {
+	return &MultiLock{newGroup("multilock", locks, false)}
+}
+
+// A RedLock holds a majority (len/2+1) of its locks, each from a Client on an
+// independent Redis master: the Redlock algorithm. Each round asks every node
+// in parallel and counts a node that does not answer within 50 ms as failed;
+// the lock is held when a majority granted and time is left of the lease; on
+// failure every node is released, including those that did not answer.
+// Without WithLease the coordinator renews every node every lease/3 (the
+// lease is the first member's Client's watchdog timeout) and closes every
+// member's Lost when a majority can no longer be renewed.
+type RedLock struct{ group }
+
+// NewRedLock groups locks into a RedLock. No locks or a nil lock surface as
+// ErrInvalidArgument from the first call.
+func NewRedLock(locks ...*Lock) *RedLock {
+	return &RedLock{newGroup("redlock", locks, true)}
+}
+
+// Validity is the guaranteed remaining time of the current hold: the lease
+// minus the time the acquisition (or the last renewal round) took minus the
+// clock-drift allowance (1% of the lease + 2 ms); 0 when not held.
+func (r *RedLock) Validity() time.Duration {
+	if r.err != nil {
+		return 0
+	}
+	ns := r.g.ValidUntil.Load()
+	if ns == 0 {
+		return 0
+	}
+	return max(time.Until(actors.Epoch.Add(time.Duration(ns))), 0)
+}
+
+var (
+	_ Locker = (*MultiLock)(nil)
+	_ Locker = (*RedLock)(nil)
+)
