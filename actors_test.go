@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -23,11 +24,21 @@ import (
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{}) // dial failures in fault tests are expected
-	goleak.VerifyTestMain(m,
-		// go-redis keeps dialling a dead node in the background for about a
-		// second after repeated failures, even after Close (shared/NOTES.md).
-		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
-	)
+	code := m.Run()
+	redistest.StopShared() // the package's one Redis Cluster, if a test started it
+	if code == 0 {
+		err := goleak.Find(
+			// go-redis keeps dialling a dead node in the background for about
+			// a second after repeated failures, even after Close
+			// (shared/NOTES.md).
+			goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
+		)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 type quietLogger struct{}

@@ -311,3 +311,41 @@ func TestHungRedisHolderSeesLost(t *testing.T) {
 	}
 	srv.Resume(t)
 }
+
+func TestSubscriptionSurvivesReconnect(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	holder := newClient(t, srv.Client(t)).Lock("resub")
+	waiter := newClient(t, srv.Client(t)).Lock("resub")
+	ctx := ctxFor(t, 20*time.Second)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := waiter.Lock(ctx); err != nil {
+			t.Errorf("waiter: %v", err)
+		}
+		got <- time.Now()
+	}()
+	time.Sleep(200 * time.Millisecond)
+	// Drop every subscription connection; the command connections stay.
+	if n, err := rdb.ClientKillByFilter(ctx, "TYPE", "pubsub").Result(); err != nil || n == 0 {
+		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v", n, err)
+	}
+	within(t, 3*time.Second, "waiter resubscribed", func() bool {
+		return rdb.PubSubNumSub(ctx, "redisson_lock__channel:{resub}").Val()["redisson_lock__channel:{resub}"] == 1
+	})
+	released := time.Now()
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-got:
+		if d := at.Sub(released); d > 300*time.Millisecond {
+			t.Fatalf("woken %v after Unlock: the resubscribed channel did not deliver", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken after its subscription reconnected")
+	}
+}
