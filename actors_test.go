@@ -24,6 +24,9 @@ import (
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{}) // dial failures in fault tests are expected
+	if addr := os.Getenv(chaosEnv); addr != "" {
+		os.Exit(chaosChild(addr)) // a lock-holder process of the chaos test
+	}
 	code := m.Run()
 	redistest.StopShared() // the package's one Redis Cluster, if a test started it
 	if code == 0 {
