@@ -80,6 +80,33 @@ func within(t testing.TB, d time.Duration, what string, cond func() bool) time.D
 	return time.Since(start)
 }
 
+// wakeAfter runs wait in a goroutine, lets it block (300 ms: queued and
+// subscribed), calls release and returns how long after release wait
+// returned. Holders use the default 30 s lease, so a wake within a few
+// hundred milliseconds can only come from the release message.
+func wakeAfter(t *testing.T, wait func() error, release func() error) time.Duration {
+	t.Helper()
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := wait(); err != nil {
+			t.Errorf("wait: %v", err)
+		}
+		got <- time.Now()
+	}()
+	time.Sleep(300 * time.Millisecond)
+	released := time.Now()
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-got:
+		return at.Sub(released)
+	case <-time.After(10 * time.Second):
+		t.Fatal("waiter never woke")
+		return 0
+	}
+}
+
 func TestReentrancyLayout(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
@@ -247,26 +274,13 @@ func TestWatchdogKeepsLockPastTimeout(t *testing.T) {
 
 func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 	srv := redistest.Start(t)
-	// A 30 s lease: only the unlock message can wake the waiter in time.
 	holder := newClient(t, srv.Client(t)).Lock("wake")
 	waiter := newClient(t, srv.Client(t)).Lock("wake")
 	ctx := ctxFor(t, 20*time.Second)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := waiter.Lock(ctx); err != nil {
-			t.Errorf("waiter: %v", err)
-		}
-		got <- time.Now()
-	}()
-	time.Sleep(300 * time.Millisecond) // let the waiter queue and subscribe
-	released := time.Now()
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	woke := (<-got).Sub(released)
+	woke := wakeAfter(t, func() error { return waiter.Lock(ctx) }, func() error { return holder.Unlock(ctx) })
 	if woke > 300*time.Millisecond {
 		t.Fatalf("waiter woke %v after Unlock, want <= 300ms", woke)
 	}

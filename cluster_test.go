@@ -29,31 +29,6 @@ func namesOnEveryMaster(t *testing.T, cl *redistest.Cluster, prefix string) []st
 	return names
 }
 
-// wakeAfter runs wait in a goroutine, lets it block, calls release and
-// returns how long after release wait returned.
-func wakeAfter(t *testing.T, wait func() error, release func() error) time.Duration {
-	t.Helper()
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := wait(); err != nil {
-			t.Errorf("wait: %v", err)
-		}
-		got <- time.Now()
-	}()
-	time.Sleep(300 * time.Millisecond)
-	released := time.Now()
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case at := <-got:
-		return at.Sub(released)
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter never woke")
-		return 0
-	}
-}
-
 func TestClusterWaitersWokenBySharded(t *testing.T) {
 	cl := redistest.SharedCluster(t)
 	a := newClient(t, cl.Client(t))

@@ -281,19 +281,8 @@ func TestSemaphoreWakesOnReleaseElsewhere(t *testing.T) {
 	if ok, err := b.TryAcquire(ctx, 1, 0); ok || err != nil {
 		t.Fatalf("TryAcquire with none left = %v, %v", ok, err)
 	}
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := b.Acquire(ctx, 1); err != nil {
-			t.Errorf("blocked Acquire: %v", err)
-		}
-		got <- time.Now()
-	}()
-	time.Sleep(300 * time.Millisecond)
-	released := time.Now()
-	if err := a.Release(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if d := (<-got).Sub(released); d > 300*time.Millisecond {
+	d := wakeAfter(t, func() error { return b.Acquire(ctx, 1) }, func() error { return a.Release(ctx, 1) })
+	if d > 300*time.Millisecond {
 		t.Fatalf("blocked Acquire woke %v after the Release, want <= 300ms", d)
 	}
 	// Cancel mid-wait: no permit taken.

@@ -3,6 +3,7 @@ package lockactor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -127,21 +128,13 @@ func TestRedissonPeerFairLock(t *testing.T) {
 	if ok, err := peer.fairLock(ctx, "pfair"); !ok || err != nil {
 		t.Fatalf("peer fair lock = %v, %v", ok, err)
 	}
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := ours.Lock(ctx); err != nil {
-			t.Errorf("our fair Lock: %v", err)
+	d := wakeAfter(t, func() error { return ours.Lock(ctx) }, func() error {
+		if n := rdb.LLen(ctx, "redisson_lock_queue:{pfair}").Val(); n != 1 {
+			return fmt.Errorf("peer-visible queue holds %d waiters, want ours", n)
 		}
-		got <- time.Now()
-	}()
-	within(t, 2*time.Second, "our waiter in the peer-visible queue", func() bool {
-		return rdb.LLen(ctx, "redisson_lock_queue:{pfair}").Val() == 1
+		return peer.fairUnlock(ctx, "pfair")
 	})
-	released := time.Now()
-	if err := peer.fairUnlock(ctx, "pfair"); err != nil {
-		t.Fatal(err)
-	}
-	if d := (<-got).Sub(released); d > 300*time.Millisecond {
+	if d > 300*time.Millisecond {
 		t.Fatalf("woken %v after the peer's unlock", d)
 	}
 	// Now we hold: the peer queues behind us and our unlock wakes it.
@@ -197,19 +190,13 @@ func TestRedissonPeerReadWriteLock(t *testing.T) {
 		t.Fatal("peer read refused")
 	}
 	writer := c.ReadWriteLock("prw").WriteLock()
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := writer.Lock(ctx); err != nil {
-			t.Errorf("our writer: %v", err)
+	d := wakeAfter(t, func() error { return writer.Lock(ctx) }, func() error {
+		if n, err := peer.readUnlock(ctx, "prw"); n != 1 || err != nil {
+			return fmt.Errorf("peer's last read unlock = %d, %v", n, err)
 		}
-		got <- time.Now()
-	}()
-	time.Sleep(300 * time.Millisecond)
-	released := time.Now()
-	if n, err := peer.readUnlock(ctx, "prw"); n != 1 || err != nil {
-		t.Fatalf("peer's last read unlock = %d, %v", n, err)
-	}
-	if d := (<-got).Sub(released); d > 300*time.Millisecond {
+		return nil
+	})
+	if d > 300*time.Millisecond {
 		t.Fatalf("writer woken %v after the peer's unlock", d)
 	}
 	// The peer sees our write hold.
@@ -232,19 +219,12 @@ func TestRedissonPeerSemaphore(t *testing.T) {
 	if err := sem.Acquire(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan time.Time, 1)
-	go func() {
-		if err := sem.Acquire(ctx, 1); err != nil {
-			t.Errorf("Acquire: %v", err)
-		}
-		got <- time.Now()
-	}()
-	time.Sleep(300 * time.Millisecond)
-	// The peer releases as Redisson does: INCRBY, then publish the count.
-	released := time.Now()
-	n := rdb.IncrBy(ctx, "psem", 1).Val()
-	rdb.Publish(ctx, "redisson_sc:{psem}", strconv.FormatInt(n, 10))
-	if d := (<-got).Sub(released); d > 300*time.Millisecond {
+	d := wakeAfter(t, func() error { return sem.Acquire(ctx, 1) }, func() error {
+		// The peer releases as Redisson does: INCRBY, then publish the count.
+		n := rdb.IncrBy(ctx, "psem", 1).Val()
+		return rdb.Publish(ctx, "redisson_sc:{psem}", strconv.FormatInt(n, 10)).Err()
+	})
+	if d > 300*time.Millisecond {
 		t.Fatalf("woken %v after the peer's release", d)
 	}
 	if v := rdb.Get(ctx, "psem").Val(); v != "0" {
