@@ -22,7 +22,14 @@ type lockActor struct {
 	waiters waitQueue
 	subID   uint64      // pub/sub handler id; 0 when not subscribed
 	retry   *time.Timer // wakes the waiters when the holder's TTL runs out
+	// handoffs counts releases handed straight to a local waiter in a row;
+	// after handoffRun the next release frees the lock for everyone.
+	handoffs int
 }
+
+// handoffRun bounds a run of local hand-offs: then the lock is released and
+// published, and local waiters race the other processes' for it.
+const handoffRun = 16
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	return &lockActor{
@@ -173,11 +180,15 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	}
 }
 
-// release gives back one hold; when the lock became free the next local
-// waiter gets it at once, without waiting for the unlock message.
+// release gives back one hold. When local waiters queue, the last hold is
+// handed to the head in the same script (one round trip per acquisition);
+// after handoffRun of those, the lock is released and published and the
+// local waiters wait for the message like every other process's, so remote
+// waiters get their turn.
 func (a *lockActor) release(m *messages.Release) {
 	k := holdKey{m.Owner, m.Mode}
-	res, err := a.scheme.release(a, m, a.leaseFor(k))
+	sent := time.Now()
+	res, next, err := a.releaseOrHand(m, a.leaseFor(k))
 	if err != nil {
 		answerRelease(m, messages.ReleaseResult{Err: err})
 		return
@@ -185,11 +196,36 @@ func (a *lockActor) release(m *messages.Release) {
 	a.released(k, res)
 	answerRelease(m, messages.ReleaseResult{
 		NotHeld: res == redisio.NotHeld,
-		Gone:    res == redisio.Released || res == redisio.Left,
+		Gone:    res == redisio.Released || res == redisio.Left || res == redisio.HandedOver,
 	})
-	if res == redisio.Released {
+	switch res {
+	case redisio.HandedOver:
+		a.handoffs++
+		a.waiters.pop()
+		a.grant(next, sent, 0)
+	case redisio.Released:
+		if a.handoffs >= handoffRun {
+			a.handoffs = 0
+			return // our own release message wakes the local waiters, fairly
+		}
+		a.handoffs = 0
 		a.serve()
 	}
+}
+
+// releaseOrHand runs the hand-off script when the head waiter can take the
+// lock over, else the scheme's release.
+func (a *lockActor) releaseOrHand(m *messages.Release, lease time.Duration) (redisio.UnlockResult, *messages.Acquire, error) {
+	head := a.waiters.front()
+	if head != nil && a.handoffs < handoffRun && head.Owner != m.Owner &&
+		head.Mode == messages.Exclusive && m.Mode == messages.Exclusive {
+		res, ok, err := a.scheme.handoff(a, m, lease, head, a.leaseOf(head.Lease))
+		if ok {
+			return res, head, err
+		}
+	}
+	res, err := a.scheme.release(a, m, lease)
+	return res, nil, err
 }
 
 func (a *lockActor) renewOne(k holdKey, lease time.Duration) (bool, error) {

@@ -14,6 +14,9 @@ type scheme interface {
 	acquire(a *lockActor, m *messages.Acquire, lease time.Duration) (attempt, error)
 	release(a *lockActor, m *messages.Release, lease time.Duration) (redisio.UnlockResult, error)
 	renew(a *lockActor, k holdKey, lease time.Duration) (bool, error)
+	// handoff releases m's hold and, if it was the last, gives the lock to
+	// next in the same script; ok is false when the scheme cannot.
+	handoff(a *lockActor, m *messages.Release, lease time.Duration, next *messages.Acquire, nextLease time.Duration) (res redisio.UnlockResult, ok bool, err error)
 	// exclusive: only one owner holds at a time, so a release message that
 	// arrives while a local owner holds is our own and wakes nobody.
 	exclusive() bool
@@ -46,8 +49,19 @@ func (reentrant) renew(a *lockActor, k holdKey, lease time.Duration) (bool, erro
 	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease)
 }
 
+func (reentrant) handoff(a *lockActor, m *messages.Release, lease time.Duration, next *messages.Acquire, nextLease time.Duration) (redisio.UnlockResult, bool, error) {
+	res, err := a.rt.io.Handoff(a.rt.ctx, a.key.Name, m.Owner, lease, next.Owner, nextLease)
+	return res, true, err
+}
+
 // fenced is a reentrant lock whose grants from zero holds issue a token.
 type fenced struct{ reentrant }
+
+// handoff: a fenced grant must issue a token, which the hand-off script does
+// not; fenced locks release and let the next waiter acquire.
+func (fenced) handoff(*lockActor, *messages.Release, time.Duration, *messages.Acquire, time.Duration) (redisio.UnlockResult, bool, error) {
+	return 0, false, nil
+}
 
 func (fenced) acquire(a *lockActor, m *messages.Acquire, lease time.Duration) (attempt, error) {
 	ok, ttl, token, err := a.rt.io.FencedLock(a.rt.ctx, a.key.Name, m.Owner, lease)
@@ -74,6 +88,10 @@ func (rw) release(a *lockActor, m *messages.Release, lease time.Duration) (redis
 		return a.rt.io.ReadUnlock(a.rt.ctx, a.key.Name, m.Owner)
 	}
 	return a.rt.io.WriteUnlock(a.rt.ctx, a.key.Name, m.Owner, lease)
+}
+
+func (rw) handoff(*lockActor, *messages.Release, time.Duration, *messages.Acquire, time.Duration) (redisio.UnlockResult, bool, error) {
+	return 0, false, nil
 }
 
 func (rw) renew(a *lockActor, k holdKey, lease time.Duration) (bool, error) {

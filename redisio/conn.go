@@ -95,6 +95,8 @@ func unlockResult(cmd *redis.Cmd) (UnlockResult, error) {
 		return Released, nil
 	case n == 2:
 		return Left, nil
+	case n == 3:
+		return HandedOver, nil
 	}
 	return StillHeld, nil
 }
@@ -108,4 +110,5 @@ const (
 	StillHeld                     // one hold released, others remain
 	Released                      // last hold released, waiters told
 	Left                          // the owner's last hold released; others still hold
+	HandedOver                    // the owner's last hold released and the lock given to the next owner
 )

@@ -43,6 +43,12 @@ func (c *Conn) Unlock(ctx context.Context, name, owner string, lease time.Durati
 	return unlockResult(scripts.Unlock.Run(ctx, c.rdb, keys, UnlockMessage, ms(lease), owner, c.publish))
 }
 
+// Handoff releases one hold of owner and, if it was the last, gives the lock
+// to next with lease in the same script (handoff.lua).
+func (c *Conn) Handoff(ctx context.Context, name, owner string, lease time.Duration, next string, nextLease time.Duration) (UnlockResult, error) {
+	return unlockResult(scripts.Handoff.Run(ctx, c.rdb, []string{name}, ms(lease), owner, next, ms(nextLease)))
+}
+
 // Renew re-applies lease while owner still holds the lock; false when it does not.
 func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration) (bool, error) {
 	n, err := scripts.Renew.Run(ctx, c.rdb, []string{name}, ms(lease), owner).Int64()

@@ -19,6 +19,8 @@ var (
 	renewSrc string
 	//go:embed force_unlock.lua
 	forceUnlockSrc string
+	//go:embed handoff.lua
+	handoffSrc string
 	//go:embed fenced_lock.lua
 	fencedLockSrc string
 	//go:embed fair_lock.lua
@@ -55,6 +57,7 @@ var (
 	Unlock      = redis.NewScript(unlockSrc)      // release one hold; unlock.lua
 	Renew       = redis.NewScript(renewSrc)       // watchdog renewal; renew.lua
 	ForceUnlock = redis.NewScript(forceUnlockSrc) // delete whoever holds; force_unlock.lua
+	Handoff     = redis.NewScript(handoffSrc)     // release and grant to a local waiter; handoff.lua
 )
 
 // FencedLock: a reentrant lock whose grants from zero holds issue a token.

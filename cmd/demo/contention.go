@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -10,25 +11,54 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockactor/lockactor"
 )
 
-// lockPrefix keeps the demo's lock names apart from other keys on a shared
-// server.
-const lockPrefix = "lockactor-demo:contention:"
+var contentionCommand = command{
+	name:    "contention",
+	summary: "instances x goroutines contend for a few locks; checks mutual exclusion",
+	doc: "Simulates --procs service instances, each its own lockactor.Client, with\n" +
+		"--goroutines workers each. Every worker has its own *Lock handle per name and\n" +
+		"loops for --duration: pick a name, Lock, hold for --hold, Unlock. Every\n" +
+		"critical section is logged with its start, end and owner, and the logs are\n" +
+		"checked for overlaps at the end: the verdict is measured, not assumed.\n" +
+		"Progress goes to stderr, the summary to stdout.",
+	common:   flagRedis | flagDuration | flagSeed | flagTimeline,
+	duration: 5 * time.Second,
+	new:      func() scenario { return new(contention) },
+}
 
 // unlockTimeout bounds one Unlock. Unlock runs on a context of its own: a
 // worker whose Lock succeeded just before the run ended must still release.
 const unlockTimeout = 5 * time.Second
 
-// span is one critical section, timed from the moment Lock returned to the
-// moment before Unlock was called, on the monotonic clock relative to the
-// run's epoch. If the lock excludes, spans of one name never overlap.
+// contention is the contention scenario and its flags.
+type contention struct {
+	procs, goroutines, keys int
+	hold                    time.Duration
+}
+
+func (c *contention) define(fs *flag.FlagSet) {
+	fs.IntVar(&c.procs, "procs", 3, "simulated service instances, each its own lockactor.Client")
+	fs.IntVar(&c.goroutines, "goroutines", 8, "worker goroutines per instance")
+	fs.IntVar(&c.keys, "keys", 2, "distinct lock names to contend for")
+	fs.DurationVar(&c.hold, "hold", time.Millisecond, "length of each critical section")
+}
+
+func (c *contention) check(*options) error {
+	err := firstErr(atLeast("procs", c.procs, 1), atLeast("goroutines", c.goroutines, 1), atLeast("keys", c.keys, 1))
+	if err == nil && c.hold < 0 {
+		err = fmt.Errorf("--hold must not be negative, got %v", c.hold)
+	}
+	return err
+}
+
+// span is one critical section on the monotonic clock relative to the run's
+// epoch: asked when Lock was called, start when it returned, end before
+// Unlock was called. If the lock excludes, spans of one name never overlap.
 type span struct {
-	start, end time.Duration
-	owner      int // worker id
+	asked, start, end time.Duration
+	owner             int // worker id
 }
 
 // arena is the state the workers share.
@@ -38,6 +68,7 @@ type arena struct {
 	inside   []atomic.Int32 // per lock name: workers in its critical section now
 	doubles  atomic.Int64   // entries that found another worker already inside
 	acquired atomic.Int64
+	waiting  atomic.Int32 // workers inside Lock now
 	abort    context.CancelCauseFunc
 
 	failOnce sync.Once
@@ -63,32 +94,31 @@ type worker struct {
 	lost     int               // holds whose Lost channel closed before Unlock
 }
 
-// runContention runs the contention scenario described in the package doc
-// and prints its summary. It returns an error when a lock call failed or
-// mutual exclusion was violated.
-func runContention(ctx context.Context, e *env) error {
-	cfg := e.cfg
-	clients, err := newClients(e.rdb, cfg.procs)
+// run runs the scenario and prints its summary. It fails when a lock call
+// failed or mutual exclusion was violated.
+func (c *contention) run(ctx context.Context, e *env) error {
+	clients, err := newClients(e.be.rdb, c.procs)
 	if err != nil {
 		return err
 	}
 	defer closeAll(clients)
 
-	names := make([]string, cfg.keys)
+	names := make([]string, c.keys)
 	for k := range names {
-		names[k] = fmt.Sprintf("%s%d", lockPrefix, k)
+		names[k] = e.key(fmt.Sprint(k))
 	}
-	workers := newWorkers(clients, names, cfg)
+	workers := c.newWorkers(clients, names, e.opts.seed)
 
-	deadline, cancel := context.WithTimeout(ctx, cfg.duration)
+	deadline, cancel := context.WithTimeout(ctx, e.opts.duration)
 	defer cancel()
 	runCtx, abort := context.WithCancelCause(deadline)
 	defer abort(nil)
-	a := &arena{epoch: time.Now(), hold: cfg.hold, inside: make([]atomic.Int32, cfg.keys), abort: abort}
+	a := &arena{epoch: time.Now(), hold: c.hold, inside: make([]atomic.Int32, c.keys), abort: abort}
 
 	fmt.Fprintf(e.stderr, "contention: %d instances x %d goroutines on %d locks, hold %v, for %v against %s\n",
-		cfg.procs, cfg.goroutines, cfg.keys, cfg.hold, cfg.duration, e.backend)
-	stopProgress := reportProgress(e.stderr, a)
+		c.procs, c.goroutines, c.keys, c.hold, e.opts.duration, e.backendDesc())
+	cmds0 := e.be.commands.n.Load()
+	stopProgress := startProgress(e.stderr, a)
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Go(func() { w.loop(runCtx, a) })
@@ -98,7 +128,14 @@ func runContention(ctx context.Context, e *env) error {
 	stopProgress()
 
 	res := collect(workers, names, a, elapsed)
-	res.print(e.stdout, e, ctx.Err() != nil)
+	res.commands = e.be.commands.n.Load() - cmds0
+	res.interrupted = ctx.Err() != nil
+	if err := e.saveTimeline(res.timeline(c, workers, names)); err != nil {
+		return err
+	}
+	if err := e.result(res.jsonResult(c, e), func(w io.Writer) { res.print(w, c, e) }); err != nil {
+		return err
+	}
 	switch {
 	case a.failure != nil:
 		return a.failure
@@ -108,41 +145,21 @@ func runContention(ctx context.Context, e *env) error {
 	return nil
 }
 
-// newClients makes one lockactor.Client per simulated instance.
-func newClients(rdb redis.UniversalClient, n int) ([]*lockactor.Client, error) {
-	clients := make([]*lockactor.Client, 0, n)
-	for range n {
-		c, err := lockactor.New(rdb)
-		if err != nil {
-			closeAll(clients)
-			return nil, fmt.Errorf("lockactor.New: %w", err)
-		}
-		clients = append(clients, c)
-	}
-	return clients, nil
-}
-
-func closeAll(clients []*lockactor.Client) {
-	for _, c := range clients {
-		_ = c.Close()
-	}
-}
-
-// newWorkers makes cfg.goroutines workers per client, each with its own
-// handles and its own random source derived from cfg.seed.
-func newWorkers(clients []*lockactor.Client, names []string, cfg config) []*worker {
+// newWorkers makes c.goroutines workers per client, each with its own
+// handles and its own random source derived from seed.
+func (c *contention) newWorkers(clients []*lockactor.Client, names []string, seed uint64) []*worker {
 	var workers []*worker
-	for p, c := range clients {
-		for g := range cfg.goroutines {
+	for p, cl := range clients {
+		for g := range c.goroutines {
 			id := len(workers)
 			w := &worker{
 				id: id, proc: p, name: fmt.Sprintf("i%d/g%d", p, g),
-				rng:   rand.New(rand.NewPCG(cfg.seed, uint64(id))),
+				rng:   rand.New(rand.NewPCG(seed, uint64(id))),
 				locks: make([]*lockactor.Lock, len(names)),
 				spans: make([][]span, len(names)),
 			}
 			for k, name := range names {
-				w.locks[k] = c.Lock(name)
+				w.locks[k] = cl.Lock(name)
 			}
 			workers = append(workers, w)
 		}
@@ -167,7 +184,10 @@ func (w *worker) round(ctx context.Context, a *arena) error {
 	k := w.rng.IntN(len(w.locks))
 	l := w.locks[k]
 	asked := time.Now()
-	if err := l.Lock(ctx); err != nil {
+	a.waiting.Add(1)
+	err := l.Lock(ctx)
+	a.waiting.Add(-1)
+	if err != nil {
 		return err
 	}
 	start := time.Now()
@@ -187,37 +207,10 @@ func (w *worker) round(ctx context.Context, a *arena) error {
 		w.lost++
 	default:
 	}
-	w.spans[k] = append(w.spans[k], span{start: start.Sub(a.epoch), end: end.Sub(a.epoch), owner: w.id})
+	w.spans[k] = append(w.spans[k], span{asked: asked.Sub(a.epoch), start: start.Sub(a.epoch), end: end.Sub(a.epoch), owner: w.id})
 	a.acquired.Add(1)
 
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
 	return l.Unlock(uctx)
-}
-
-// reportProgress prints one line a second to w until the returned stop is
-// called; stop returns once the printing goroutine has exited.
-func reportProgress(w io.Writer, a *arena) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		var last int64
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				n := a.acquired.Load()
-				fmt.Fprintf(w, "  %3.0fs  acquisitions %8d  (+%d/s)  double entries %d\n",
-					now.Sub(a.epoch).Seconds(), n, n-last, a.doubles.Load())
-				last = n
-			}
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }

@@ -12,15 +12,17 @@ import (
 
 // results is what a contention run measured.
 type results struct {
-	elapsed   time.Duration
-	sections  int             // critical sections run (= successful acquisitions)
-	waits     []time.Duration // sorted
-	perWorker []int           // acquisitions per worker, by worker id
-	perProc   []int           // acquisitions per instance
-	lost      int             // holds whose Lost channel closed before Unlock
-	doubles   int64           // entries that found another worker inside
-	overlaps  int             // overlapping pairs found in the span logs
-	example   string          // the first overlap, described; "" when none
+	elapsed     time.Duration
+	sections    int             // critical sections run (= successful acquisitions)
+	waits       []time.Duration // sorted
+	perWorker   []int           // acquisitions per worker, by worker id
+	perProc     []int           // acquisitions per instance
+	lost        int             // holds whose Lost channel closed before Unlock
+	doubles     int64           // entries that found another worker inside
+	overlaps    int             // overlapping pairs found in the span logs
+	example     string          // the first overlap, described; "" when none
+	commands    int64           // Redis commands sent during the run
+	interrupted bool            // Ctrl-C ended the run
 }
 
 // collect merges the workers' logs, per lock name, and checks them.
@@ -41,10 +43,7 @@ func collect(workers []*worker, names []string, a *arena, elapsed time.Duration)
 	r.sections = len(r.waits)
 
 	for k, name := range names {
-		var log []span
-		for _, w := range workers {
-			log = append(log, w.spans[k]...)
-		}
+		log := keyLog(workers, k)
 		n, prev, next := overlaps(log)
 		if n > 0 && r.example == "" {
 			r.example = fmt.Sprintf("%s: %s held [%v, %v], %s entered at %v", name,
@@ -53,6 +52,15 @@ func collect(workers []*worker, names []string, a *arena, elapsed time.Duration)
 		r.overlaps += n
 	}
 	return r
+}
+
+// keyLog is every worker's spans on lock k.
+func keyLog(workers []*worker, k int) []span {
+	var log []span
+	for _, w := range workers {
+		log = append(log, w.spans[k]...)
+	}
+	return log
 }
 
 // overlaps sorts log by start and counts the spans that start before an
@@ -77,21 +85,34 @@ func overlaps(log []span) (n int, prev, next span) {
 // violated reports whether two owners were ever inside one critical section.
 func (r results) violated() bool { return r.overlaps > 0 || r.doubles > 0 }
 
+// rate is acquisitions per second.
+func (r results) rate() float64 { return float64(r.sections) / r.elapsed.Seconds() }
+
+// commandsPerAcquisition is Redis commands per acquisition (lock, unlock,
+// renewals: everything but pub/sub); 0 when nothing was acquired.
+func (r results) commandsPerAcquisition() float64 {
+	if r.sections == 0 {
+		return 0
+	}
+	return float64(r.commands) / float64(r.sections)
+}
+
 // print writes the summary table and the verdict line.
-func (r results) print(w io.Writer, e *env, interrupted bool) {
-	cfg := e.cfg
+func (r results) print(w io.Writer, c *contention, e *env) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "backend\t%s\n", e.backend)
+	fmt.Fprintf(tw, "backend\t%s\n", e.backendDesc())
 	fmt.Fprintf(tw, "setup\t%d instances x %d goroutines, %d locks, hold %v, seed %d\n",
-		cfg.procs, cfg.goroutines, cfg.keys, cfg.hold, cfg.seed)
+		c.procs, c.goroutines, c.keys, c.hold, e.opts.seed)
 	ran := r.elapsed.Round(time.Millisecond).String()
-	if interrupted {
+	if r.interrupted {
 		ran += " (interrupted)"
 	}
 	fmt.Fprintf(tw, "ran\t%s\n", ran)
-	fmt.Fprintf(tw, "acquisitions\t%d total, %.1f/s\n", r.sections, float64(r.sections)/r.elapsed.Seconds())
+	fmt.Fprintf(tw, "acquisitions\t%d total, %.1f/s\n", r.sections, r.rate())
 	fmt.Fprintf(tw, "wait\tp50 %s  p99 %s  max %s\n",
 		ms(percentile(r.waits, 0.50)), ms(percentile(r.waits, 0.99)), ms(percentile(r.waits, 1)))
+	fmt.Fprintf(tw, "redis commands\t%d, %.2f per acquisition (lock + unlock + renewals; pub/sub not counted)\n",
+		r.commands, r.commandsPerAcquisition())
 	lo, hi := slices.Min(r.perWorker), slices.Max(r.perWorker)
 	fmt.Fprintf(tw, "fairness\tper goroutine min %d, max %d%s\n", lo, hi, ratio(lo, hi))
 	fmt.Fprintf(tw, "per instance\t%v\n", r.perProc)
@@ -110,6 +131,77 @@ func (r results) print(w io.Writer, e *env, interrupted bool) {
 	}
 }
 
+// contentionJSON is the --json form of a contention run.
+type contentionJSON struct {
+	Scenario       string  `json:"scenario"`
+	Backend        string  `json:"backend"`
+	Procs          int     `json:"procs"`
+	Goroutines     int     `json:"goroutines"`
+	Keys           int     `json:"keys"`
+	HoldSeconds    float64 `json:"hold_seconds"`
+	Seed           uint64  `json:"seed"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	Interrupted    bool    `json:"interrupted"`
+	Acquisitions   int     `json:"acquisitions"`
+	PerSecond      float64 `json:"acquisitions_per_second"`
+	WaitP50        float64 `json:"wait_p50_seconds"`
+	WaitP99        float64 `json:"wait_p99_seconds"`
+	WaitMax        float64 `json:"wait_max_seconds"`
+	Commands       int64   `json:"redis_commands"`
+	CommandsPerAcq float64 `json:"redis_commands_per_acquisition"`
+	PerGoroutine   []int   `json:"acquisitions_per_goroutine"`
+	PerInstance    []int   `json:"acquisitions_per_instance"`
+	Lost           int     `json:"lost_locks"`
+	DoubleEntries  int64   `json:"double_entries"`
+	Overlaps       int     `json:"overlaps"`
+	FirstOverlap   string  `json:"first_overlap,omitempty"`
+	OK             bool    `json:"ok"`
+}
+
+func (r results) jsonResult(c *contention, e *env) contentionJSON {
+	return contentionJSON{
+		Scenario: "contention", Backend: e.backendDesc(),
+		Procs: c.procs, Goroutines: c.goroutines, Keys: c.keys, HoldSeconds: seconds(c.hold), Seed: e.opts.seed,
+		ElapsedSeconds: seconds(r.elapsed), Interrupted: r.interrupted,
+		Acquisitions: r.sections, PerSecond: r.rate(),
+		WaitP50: seconds(percentile(r.waits, 0.5)), WaitP99: seconds(percentile(r.waits, 0.99)), WaitMax: seconds(percentile(r.waits, 1)),
+		Commands: r.commands, CommandsPerAcq: r.commandsPerAcquisition(),
+		PerGoroutine: r.perWorker, PerInstance: r.perProc, Lost: r.lost,
+		DoubleEntries: r.doubles, Overlaps: r.overlaps, FirstOverlap: r.example, OK: !r.violated(),
+	}
+}
+
+// timeline draws one lane per lock name (every holder's holds: overlaps
+// would show in red) and one row per worker (its waits and holds).
+func (r results) timeline(c *contention, workers []*worker, names []string) *timeline {
+	tl := &timeline{
+		Title: "contention",
+		Subtitle: fmt.Sprintf("%d instances x %d goroutines on %d locks, hold %v: %d critical sections, %d overlaps",
+			c.procs, c.goroutines, c.keys, c.hold, r.sections, r.overlaps),
+		Total: r.elapsed,
+	}
+	for k := range names {
+		row := tlRow{Label: fmt.Sprintf("lock %d: all holds", k), Lane: true}
+		for _, s := range keyLog(workers, k) {
+			row.Spans = append(row.Spans, tlSpan{Start: s.start, End: s.end, Kind: spanHold, Note: workers[s.owner].name})
+		}
+		tl.Rows = append(tl.Rows, row)
+	}
+	for _, w := range workers {
+		row := tlRow{Label: w.name}
+		for k := range names {
+			for _, s := range w.spans[k] {
+				note := fmt.Sprintf("lock %d", k)
+				row.Spans = append(row.Spans,
+					tlSpan{Start: s.asked, End: s.start, Kind: spanWait, Note: note},
+					tlSpan{Start: s.start, End: s.end, Kind: spanHold, Note: note})
+			}
+		}
+		tl.Rows = append(tl.Rows, row)
+	}
+	return tl
+}
+
 // percentile is the nearest-rank p-quantile (0 < p <= 1) of sorted; 0 when
 // sorted is empty.
 func percentile(sorted []time.Duration, p float64) time.Duration {
@@ -118,11 +210,6 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	}
 	i := int(math.Ceil(p*float64(len(sorted)))) - 1
 	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-// ms formats d in milliseconds with two decimals.
-func ms(d time.Duration) string {
-	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 }
 
 // ratio formats hi/lo as " (max/min 1.23)", or "" when lo is 0.

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisBin is Debian's redis-server; --redis-server overrides it.
+const redisBin = "/usr/bin/redis-server"
+
+// server is a redis-server process started by this tool on a free loopback
+// port, with persistence off. Only the process we started is ever signalled.
+type server struct {
+	cmd   *exec.Cmd
+	addr  string
+	admin *redis.Client // uncounted client for INFO and FLUSHALL
+	done  chan struct{} // closed once cmd.Wait returned
+}
+
+// startServer launches bin on a free 127.0.0.1 port and waits until it
+// answers PING with its own pid (so a port taken by someone else in between
+// is detected). It tries a few ports before giving up.
+func startServer(bin string) (*server, error) {
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		s, err := tryStart(bin)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+	}
+	return nil, fmt.Errorf("start %s: %w", bin, lastErr)
+}
+
+func tryStart(bin string) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--maxclients", "10000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	s.admin = redis.NewClient(&redis.Options{Addr: s.addr, PoolSize: 2})
+	if err := s.waitReady(5 * time.Second); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls until the server answers and reports our child's pid.
+func (s *server) waitReady(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	want := strconv.Itoa(s.cmd.Process.Pid)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return errors.New("redis-server exited at start (port taken?)")
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		info, err := s.admin.Info(ctx, "server").Result()
+		cancel()
+		if err == nil {
+			if infoField(info, "process_id") != want {
+				return errors.New("port answered by a process we did not start")
+			}
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("redis-server did not answer in time")
+}
+
+// stop terminates our redis-server (SIGTERM, then SIGKILL) and waits for it.
+func (s *server) stop() {
+	if s.admin != nil {
+		_ = s.admin.Close()
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		return
+	case <-time.After(3 * time.Second):
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+}
+
+// commands is the total of calls= over INFO commandstats: every command the
+// server ran, including those inside scripts. Reading it costs one INFO,
+// which the next reading counts; callers subtract it.
+func (s *server) commands(ctx context.Context) (int64, error) {
+	info, err := s.admin.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\r\n") {
+		if _, rest, ok := strings.Cut(line, ":calls="); ok {
+			end := strings.IndexByte(rest, ',')
+			if end < 0 {
+				end = len(rest)
+			}
+			n, _ := strconv.ParseInt(rest[:end], 10, 64)
+			total += n
+		}
+	}
+	return total, nil
+}
+
+// infoField is one field of an INFO reply, "" when absent.
+func infoField(info, field string) string {
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// quietLogger silences go-redis's own log lines (dial errors, handshake
+// fallbacks) so that they do not mix with the report.
+type quietLogger struct{}
+
+// Printf discards the line.
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// clientOptions are the go-redis options every library gets: the same pool,
+// timeouts and protocol for all, so only the locking strategy differs.
+func clientOptions(addr string, poolSize int) *redis.Options {
+	return &redis.Options{Addr: addr, PoolSize: poolSize}
+}
+
+// openClient returns a go-redis client with a round-trip counting hook.
+func openClient(addr string, poolSize int) (*redis.Client, *tripHook) {
+	rdb := redis.NewClient(clientOptions(addr, poolSize))
+	h := &tripHook{}
+	rdb.AddHook(h)
+	return rdb, h
+}
+
+// must ends the program on an error the run cannot go on without.
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
