@@ -2,6 +2,7 @@ package lockactor_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
 	"github.com/lockactor/lockactor/redisio"
 	"github.com/lockactor/lockactor/scripts"
@@ -165,4 +167,28 @@ func BenchmarkContended(b *testing.B) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
 	b.ReportMetric(float64(sent)/float64(b.N), "roundtrips/acq")
 	b.ReportMetric(float64(calls)/float64(b.N), "server-cmds/acq")
+}
+
+// BenchmarkRenewal holds 2,000 locks under the watchdog on one Client and
+// reports the round trips the watchdog sends per 100 held locks per renewal
+// period (renewals share a period boundary and go out pipelined).
+func BenchmarkRenewal(b *testing.B) {
+	srv := redistest.Start(b)
+	hook := &roundTrips{}
+	rdb := srv.Client(b)
+	rdb.AddHook(hook)
+	const wd, held = 1500 * time.Millisecond, 2000
+	c := newClient(b, rdb, lockactor.WithWatchdogTimeout(wd))
+	ctx := context.Background()
+	for i := 0; i < held; i++ {
+		if err := c.Lock(fmt.Sprint("renew-", i)).Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		before := hook.n.Load()
+		time.Sleep(wd) // three renewal periods
+		b.ReportMetric(float64(hook.n.Load()-before)/3/(held/100), "roundtrips/100locks/period")
+	}
 }

@@ -163,12 +163,20 @@ func (hb *holdBook) leaseFor(k holdKey) time.Duration {
 	return hb.watchdog
 }
 
-// arm schedules the watchdog on b's mailbox unless it is already due.
+// arm schedules the watchdog on b's mailbox unless it is already due. A
+// regular period (after == watchdog/3) ends on a boundary shared by every
+// actor of the process, so renewals of many locks fire together and go out as
+// one pipeline (redisio's batcher); the first renewal comes no later than a
+// period after the grant.
 func (hb *holdBook) arm(b *base, after time.Duration) {
 	if hb.armed {
 		return
 	}
 	hb.armed = true
+	if period := hb.watchdog / 3; after == period && period > 0 {
+		since := time.Since(Epoch)
+		after = period - since%period
+	}
 	if hb.timer == nil {
 		hb.timer = b.after(after, renewTick)
 		return

@@ -13,7 +13,8 @@ import (
 // Conn runs lock commands on the user's go-redis client.
 type Conn struct {
 	rdb     redis.UniversalClient
-	publish string // "publish", or "spublish" on a sharded cluster
+	publish string   // "publish", or "spublish" on a sharded cluster
+	batch   *batcher // renewals, pipelined across actors
 
 	// calls counts guarded commands still running after their caller left;
 	// Close waits for them so no goroutine outlives the Client.
@@ -24,7 +25,7 @@ type Conn struct {
 // sharded makes the scripts publish with SPUBLISH (Redis Cluster 7+, matching
 // Redisson's default there); otherwise they PUBLISH.
 func NewConn(rdb redis.UniversalClient, sharded bool) *Conn {
-	c := &Conn{rdb: rdb, publish: "publish"}
+	c := &Conn{rdb: rdb, publish: "publish", batch: &batcher{rdb: rdb}}
 	if sharded {
 		c.publish = "spublish"
 	}
@@ -106,9 +107,9 @@ type UnlockResult int
 
 // The outcomes of the unlock scripts.
 const (
-	NotHeld   UnlockResult = iota // the owner held nothing; nothing changed
-	StillHeld                     // one hold released, others remain
-	Released                      // last hold released, waiters told
-	Left                          // the owner's last hold released; others still hold
-	HandedOver                    // the owner's last hold released and the lock given to the next owner
+	NotHeld    UnlockResult = iota // the owner held nothing; nothing changed
+	StillHeld                      // one hold released, others remain
+	Released                       // last hold released, waiters told
+	Left                           // the owner's last hold released; others still hold
+	HandedOver                     // the owner's last hold released and the lock given to the next owner
 )

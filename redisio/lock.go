@@ -51,7 +51,7 @@ func (c *Conn) Handoff(ctx context.Context, name, owner string, lease time.Durat
 
 // Renew re-applies lease while owner still holds the lock; false when it does not.
 func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration) (bool, error) {
-	n, err := scripts.Renew.Run(ctx, c.rdb, []string{name}, ms(lease), owner).Int64()
+	n, err := c.batch.run(ctx, scripts.Renew, []string{name}, ms(lease), owner).Int64()
 	return n == 1, err
 }
 

@@ -55,7 +55,7 @@ func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, leas
 		field, holdKeys = WriteField(owner), "0"
 	}
 	keys := []string{name, RWHoldPrefix(name, owner)}
-	n, err := scripts.RWRenew.Run(ctx, c.rdb, keys, ms(lease), field, holdKeys).Int64()
+	n, err := c.batch.run(ctx, scripts.RWRenew, keys, ms(lease), field, holdKeys).Int64()
 	return n == 1, err
 }
 

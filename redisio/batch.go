@@ -1,0 +1,87 @@
+package redisio
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// batcher sends script calls that many actors make at about the same time
+// (watchdog renewals, which fire on a shared period) as pipelines: group
+// commit. The first call is sent at once; calls that arrive while a pipeline
+// is in flight go together in the next one, so a burst of N renewals costs a
+// few round trips instead of N, and a lone call waits for nothing.
+type batcher struct {
+	rdb redis.UniversalClient
+
+	mu       sync.Mutex
+	pending  []*batchCall
+	flushing bool
+}
+
+// batchCall is one script call waiting for its pipeline.
+type batchCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	done   chan *redis.Cmd
+}
+
+// maxBatch bounds one pipeline.
+const maxBatch = 1000
+
+// run queues one call and waits for its reply; the caller whose call finds no
+// flush in progress becomes the flusher until the queue is empty.
+func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	call := &batchCall{script: script, keys: keys, args: args, done: make(chan *redis.Cmd, 1)}
+	b.mu.Lock()
+	b.pending = append(b.pending, call)
+	lead := !b.flushing
+	b.flushing = true
+	b.mu.Unlock()
+	if lead {
+		b.flush(ctx)
+	}
+	return <-call.done
+}
+
+// flush sends pipelines until nothing is pending.
+func (b *batcher) flush(ctx context.Context) {
+	for {
+		b.mu.Lock()
+		n := min(len(b.pending), maxBatch)
+		if n == 0 {
+			b.flushing = false
+			b.mu.Unlock()
+			return
+		}
+		calls := append([]*batchCall(nil), b.pending[:n]...)
+		b.pending = b.pending[n:]
+		b.mu.Unlock()
+		b.send(ctx, calls)
+	}
+}
+
+// send runs calls as one pipeline of EVALSHA; a call whose script the server
+// does not know yet is run again on its own (EVALSHA, then EVAL).
+func (b *batcher) send(ctx context.Context, calls []*batchCall) {
+	if len(calls) == 1 {
+		c := calls[0]
+		c.done <- c.script.Run(ctx, b.rdb, c.keys, c.args...)
+		return
+	}
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are per command
+	for i, c := range calls {
+		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			cmds[i] = c.script.Run(ctx, b.rdb, c.keys, c.args...)
+		}
+		c.done <- cmds[i]
+	}
+}
