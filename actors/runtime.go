@@ -56,7 +56,8 @@ type Runtime struct {
 	ctx    context.Context // commands sent by actors; cancelled by Close
 	cancel context.CancelFunc
 
-	mu      sync.Mutex // serialises spawning and Close
+	workers *workerPool // runs the mailboxes
+	mu      sync.Mutex  // serialises spawning and Close
 	closed  bool
 	locks   sync.Map       // Key -> *entry
 	running sync.WaitGroup // one count per lock actor until it has stopped
@@ -80,12 +81,13 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{
-		cfg:    cfg,
-		system: system,
-		io:     redisio.NewConn(rdb, cfg.ShardedPubSub),
-		ps:     redisio.NewPubSub(rdb, cfg.ShardedPubSub, log),
-		ctx:    ctx,
-		cancel: cancel,
+		workers: newWorkerPool(300),
+		cfg:     cfg,
+		system:  system,
+		io:      redisio.NewConn(rdb, cfg.ShardedPubSub),
+		ps:      redisio.NewPubSub(rdb, cfg.ShardedPubSub, log),
+		ctx:     ctx,
+		cancel:  cancel,
 	}
 }
 
@@ -153,7 +155,8 @@ func (rt *Runtime) pin(key Key, produce func(*entry) actor.Actor) (*entry, error
 	if produce == nil {
 		produce = func(e *entry) actor.Actor { return rt.newActor(key, e) }
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return produce(e) })
+	props := actor.PropsFromProducer(func() actor.Actor { return produce(e) },
+		actor.WithDispatcher(rt.workers))
 	rt.running.Add(1)
 	e.pid = rt.system.Root.Spawn(props)
 	rt.locks.Store(key, e)
@@ -201,6 +204,7 @@ func (rt *Runtime) Close() {
 		_ = f.Wait()
 	}
 	rt.running.Wait() // retiring actors are no longer in the registry
+	rt.workers.close()
 	rt.ps.Close()
 	rt.io.Wait()
 	rt.system.Shutdown()

@@ -1,0 +1,74 @@
+package actors
+
+import (
+	"sync"
+	"time"
+)
+
+// workerPool is the runtime's protoactor Dispatcher. protoactor's default
+// runs every mailbox batch on a fresh goroutine, whose small stack then grows
+// (and is copied) inside go-redis on every lock operation; a profile of the
+// uncontended path showed that copying among its top costs. The pool hands a
+// batch to an idle worker, or starts one, and workers stay for a while.
+type workerPool struct {
+	work       chan func() // unbuffered: a hand-off to an idle worker
+	stop       chan struct{}
+	wg         sync.WaitGroup
+	mu         sync.Mutex // orders wg.Add against close
+	closed     bool
+	throughput int
+}
+
+// workerIdle is how long a worker waits for more work before it exits.
+const workerIdle = 2 * time.Second
+
+func newWorkerPool(throughput int) *workerPool {
+	return &workerPool{work: make(chan func()), stop: make(chan struct{}), throughput: throughput}
+}
+
+// Schedule runs fn on an idle worker, or on a new one.
+func (p *workerPool) Schedule(fn func()) {
+	select {
+	case p.work <- fn:
+		return
+	default:
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		go fn() // a straggler after Close: the actors are gone, it ends at once
+		return
+	}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go p.worker(fn)
+}
+
+// Throughput is how many messages a mailbox processes before yielding.
+func (p *workerPool) Throughput() int { return p.throughput }
+
+func (p *workerPool) worker(fn func()) {
+	defer p.wg.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		fn()
+		idle.Reset(workerIdle)
+		select {
+		case fn = <-p.work:
+		case <-idle.C:
+			return
+		case <-p.stop:
+			return
+		}
+	}
+}
+
+// close stops idle workers and waits for busy ones to finish their batch.
+func (p *workerPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	close(p.stop)
+	p.wg.Wait()
+}
