@@ -1,9 +1,11 @@
 package lockactor_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -335,4 +337,44 @@ func TestSubscriptionSurvivesReconnect(t *testing.T) {
 	if woke > 300*time.Millisecond {
 		t.Fatalf("woken %v after Unlock: the resubscribed channel did not deliver", woke)
 	}
+}
+
+func TestLoggerGetsLostLocksNotActorChatter(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	const wd = 600 * time.Millisecond
+	l := newClient(t, srv.Client(t), lockactor.WithLogger(log), lockactor.WithWatchdogTimeout(wd)).Lock("logged")
+	ctx := ctxFor(t, 10*time.Second)
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, "logged")
+	<-l.Lost()
+	out := buf.String()
+	if !strings.Contains(out, "lock lost") || !strings.Contains(out, "logged") {
+		t.Fatalf("log lacks the lost lock:\n%s", out)
+	}
+	if strings.Contains(out, "actor system started") {
+		t.Fatalf("protoactor's INFO chatter reached the logger:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

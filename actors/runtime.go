@@ -76,7 +76,11 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	}
 	log := cfg.Logger
 	system := actor.NewActorSystem(
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }),
+		// protoactor narrates its lifecycle at INFO; only its warnings and
+		// errors reach the Client's logger.
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return slog.New(minLevel{log.Handler(), slog.LevelWarn})
+		}),
 		actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,6 +93,24 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 		ctx:     ctx,
 		cancel:  cancel,
 	}
+}
+
+// minLevel is a slog.Handler that drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }
 
 // IO is the runtime's Redis connection, for calls that need no actor.
