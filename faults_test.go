@@ -378,3 +378,31 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+func TestForceUnlockWakesLocalWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	holder, waiter := c.Lock("forced"), c.Lock("forced")
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	woke := wakeAfter(t, func() error { return waiter.Lock(ctx) }, func() error {
+		ok, err := c.Lock("forced").ForceUnlock(ctx)
+		if !ok || err != nil {
+			return fmt.Errorf("ForceUnlock = %v, %v", ok, err)
+		}
+		return nil
+	})
+	if woke > 300*time.Millisecond {
+		t.Fatalf("local waiter woke %v after a force unlock (same Client as the holder)", woke)
+	}
+	if err := holder.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("forced-out holder's Unlock = %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-holder.Lost():
+	default:
+		t.Fatal("forced-out holder's Lost is open")
+	}
+}

@@ -25,6 +25,10 @@ type lockActor struct {
 	// handoffs counts releases handed straight to a local waiter in a row;
 	// after handoffRun the next release frees the lock for everyone.
 	handoffs int
+	// echoes counts release messages we published and have yet to hear: a
+	// message while a local owner holds is our own echo, or news (a force
+	// unlock) when no echo is due.
+	echoes int
 }
 
 // handoffRun bounds a run of local hand-offs: then the lock is released and
@@ -53,7 +57,7 @@ func (a *lockActor) Receive(ctx actor.Context) {
 	case *messages.Abandon:
 		a.waiters.front() // drops withdrawn heads
 	case *messages.Wake:
-		if m.Reason == messages.WakeMessage && a.scheme.exclusive() && a.held() {
+		if a.echo(m.Reason) && a.scheme.exclusive() && a.held() {
 			return // our own release's message: the release already handed over
 		}
 		a.serve()
@@ -204,6 +208,9 @@ func (a *lockActor) release(m *messages.Release) {
 		a.waiters.pop()
 		a.grant(next, sent, 0)
 	case redisio.Released:
+		if a.subID != 0 {
+			a.echoes++
+		}
 		if a.handoffs >= handoffRun {
 			a.handoffs = 0
 			return // our own release message wakes the local waiters, fairly
@@ -211,6 +218,22 @@ func (a *lockActor) release(m *messages.Release) {
 		a.handoffs = 0
 		a.serve()
 	}
+}
+
+// echo reports whether a wake is the echo of our own release. Any
+// (re)subscription or disconnection may have lost messages: the count starts
+// over.
+func (a *lockActor) echo(reason messages.WakeReason) bool {
+	switch reason {
+	case messages.WakeMessage:
+		if a.echoes > 0 {
+			a.echoes--
+			return true
+		}
+	case messages.WakeSubscribed, messages.WakeDisconnected:
+		a.echoes = 0
+	}
+	return false
 }
 
 // releaseOrHand runs the hand-off script when the head waiter can take the
