@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// target is one of issue 6's targets for lockactor, checked on the medians.
+type target struct {
+	Config   string `json:"config"`
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+	Met      string `json:"met"` // "yes", "no" or "not run"
+}
+
+// checkTargets evaluates the issue's targets on lockactor's medians.
+func (r *report) checkTargets() []target {
+	s := r.Settings
+	var out []target
+	get := func(title, lib, key string) (float64, bool) {
+		v, ok := r.Medians[title][lib][key]
+		return v, ok
+	}
+	add := func(title, what string, ok bool, measured string, met bool) {
+		t := target{Config: title, Target: what, Measured: measured, Met: "no"}
+		switch {
+		case !ok:
+			t.Met, t.Measured = "not run", "-"
+		case met:
+			t.Met = "yes"
+		}
+		out = append(out, t)
+	}
+	vsRaw := func(title, what string, want float64) {
+		la, ok1 := get(title, "lockactor", "acq_s")
+		raw, ok2 := get(title, "raw", "acq_s")
+		ok := ok1 && ok2 && raw > 0
+		add(title, what, ok, fmt.Sprintf("%.2fx (%s vs %s)", div(la, raw), kilo(la), kilo(raw)), ok && la/raw >= want)
+	}
+	atMost := func(title, lib, key, what string, limit float64) {
+		v, ok := get(title, lib, key)
+		add(title, what, ok, strconv.FormatFloat(v, 'f', 2, 64), v <= limit)
+	}
+
+	vsRaw(titleUncontended(), "pairs/s >= 0.9x raw", 0.9)
+
+	c0 := titleContended(256, 0)
+	vsRaw(c0, "acq/s >= 1.5x raw", 1.5)
+	la, ok1 := get(c0, "lockactor", "acq_s")
+	rs, ok2 := get(c0, "redsync-default", "acq_s")
+	add(c0, "acq/s >= redsync-default", ok1 && ok2, fmt.Sprintf("%s vs %s", kilo(la), kilo(rs)), la >= rs)
+	atMost(c0, "lockactor", "rt_acq", "round trips/acq <= 2", 2)
+	atMost(c0, "lockactor", "fair", "fairness max/min <= 1.5", 1.5)
+	atMost(c0, "lockactor", "starved", "no owner starved", 0)
+
+	vsRaw(titleContended(256, 200*time.Microsecond), "acq/s >= 1.1x raw", 1.1)
+
+	mp := titleMultiproc(s.Procs, s.ProcG, 0)
+	vsRaw(mp, "acq/s >= 2x raw", 2)
+	atMost(mp, "lockactor", "rt_acq", "round trips/acq <= 3", 3)
+	atMost(mp, "lockactor", "fair", "fairness max/min <= 3", 3)
+	atMost(mp, "lockactor", "starved", "no owner starved", 0)
+
+	vsRaw(titleManykeys(s.KeysG, s.Keys), "acq/s >= 1.0x raw", 1.0)
+
+	atMost(titleWaiters(s.Scale.Waiters), "lockactor", "heap_per_waiter", "heap per waiter <= 1 KiB", 1024)
+	names := titleNames(s.Scale.Names)
+	before, ok1 := get(names, "lockactor", "gor_before")
+	after, ok2 := get(names, "lockactor", "gor_after")
+	add(names, "idle names reclaimed: goroutines back to baseline", ok1 && ok2,
+		fmt.Sprintf("%.0f -> %.0f", before, after), after <= before)
+	atMost(titleHeld(s.Scale.Held), "lockactor", "rt_per_100", "renewal <= 1 round trip per 100 locks per period", 1)
+
+	var overlaps float64
+	seen := false
+	for _, libs := range r.Medians {
+		if m, ok := libs["lockactor"]; ok {
+			overlaps += m["violations"] + m["lost"]
+			seen = true
+		}
+	}
+	add("all tables", "mutual exclusion: no overlaps, no lost holds", seen, strconv.FormatFloat(overlaps, 'f', 0, 64), overlaps == 0)
+	return out
+}
+
+// writeTargets prints the targets table.
+func (r *report) writeTargets(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "### Targets (issue 6), lockactor medians\n\n| config | target | measured | met |\n|---|---|---|---|\n")
+	for _, t := range r.Targets {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.Config, t.Target, t.Measured, t.Met)
+	}
+	return err
+}
+
+func parseInts(csv string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(csv, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseDurations(csv string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(csv, ",") {
+		f = strings.TrimSpace(f)
+		if f == "0" {
+			out = append(out, 0)
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("bad duration %q", f)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
