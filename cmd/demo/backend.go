@@ -95,8 +95,10 @@ func (b *backend) Close() {
 // traffic does not pass through it).
 type commandCounter struct{ n atomic.Int64 }
 
+// DialHook passes dials through.
 func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
+// ProcessHook counts one command.
 func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.n.Add(1)
@@ -104,6 +106,7 @@ func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// ProcessPipelineHook counts every command of a pipeline.
 func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		c.n.Add(int64(len(cmds)))
@@ -118,6 +121,7 @@ var errCut = errors.New("node taken down by the demo")
 // down a real server it does not own.
 type cutHook struct{ cut atomic.Bool }
 
+// DialHook fails dials once the node is cut.
 func (h *cutHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if h.cut.Load() {
@@ -127,6 +131,7 @@ func (h *cutHook) DialHook(next redis.DialHook) redis.DialHook {
 	}
 }
 
+// ProcessHook fails commands once the node is cut.
 func (h *cutHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if h.cut.Load() {
@@ -137,6 +142,7 @@ func (h *cutHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// ProcessPipelineHook fails pipelines once the node is cut.
 func (h *cutHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		if h.cut.Load() {

@@ -15,8 +15,8 @@ import (
 // A scenario is one subcommand's run: its own flags, their validation and
 // the run itself.
 type scenario interface {
-	define(fs *flag.FlagSet)                // registers the scenario's own flags
-	check(o *options) error                 // validates them after parsing
+	define(fs *flag.FlagSet)               // registers the scenario's own flags
+	check(o *options) error                // validates them after parsing
 	run(ctx context.Context, e *env) error // non-nil when the run failed or disproved the guarantee
 }
 
@@ -70,7 +70,8 @@ func pickCommand(args []string, stdout, stderr io.Writer) (*command, []string, i
 	case a == "help":
 		if len(args) > 1 {
 			if cmd := lookup(args[1]); cmd != nil {
-				cmd.usage(newFlagSet(cmd, new(options), stdout))
+				fs, _ := newFlagSet(cmd, new(options), stdout)
+				cmd.usage(fs)
 				return nil, nil, 0
 			}
 			fmt.Fprintf(stderr, "demo: unknown subcommand %q\n", args[1])
@@ -82,7 +83,8 @@ func pickCommand(args []string, stdout, stderr io.Writer) (*command, []string, i
 	case a == "-h" || a == "-help" || a == "--help":
 		mainUsage(stderr)
 		fmt.Fprintf(stderr, "\nflags of %s (the default):\n", commands[0].name)
-		newFlagSet(commands[0], new(options), stderr).PrintDefaults()
+		fs, _ := newFlagSet(commands[0], new(options), stderr)
+		fs.PrintDefaults()
 		return nil, nil, 0
 	case strings.HasPrefix(a, "-"):
 		return commands[0], args, 0
@@ -129,9 +131,9 @@ func (c *command) usage(fs *flag.FlagSet) {
 	fs.PrintDefaults()
 }
 
-// newFlagSet registers c's common flags into o and returns the set, which
-// prints to out.
-func newFlagSet(c *command, o *options, out io.Writer) *flag.FlagSet {
+// newFlagSet makes c's scenario and a flag set, printing to out, with c's
+// common flags (parsed into o) and the scenario's own.
+func newFlagSet(c *command, o *options, out io.Writer) (*flag.FlagSet, scenario) {
 	fs := flag.NewFlagSet("demo "+c.name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() { c.usage(fs) }
@@ -151,16 +153,16 @@ func newFlagSet(c *command, o *options, out io.Writer) *flag.FlagSet {
 		fs.StringVar(&o.timeline, "timeline", "", "write a timeline of waits and holds to `FILE.html`")
 	}
 	fs.BoolVar(&o.json, "json", false, "print the results as one JSON object on stdout (the narrative goes to stderr)")
-	return fs
+	sc := c.new()
+	sc.define(fs)
+	return fs, sc
 }
 
 // parseFlags parses args for cmd. On error it prints one line and the usage
 // to stderr.
 func parseFlags(cmd *command, args []string, stderr io.Writer) (scenario, options, error) {
 	var o options
-	fs := newFlagSet(cmd, &o, stderr)
-	sc := cmd.new()
-	sc.define(fs)
+	fs, sc := newFlagSet(cmd, &o, stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, o, err // fs has printed it, with the usage
 	}
@@ -209,18 +211,18 @@ func (o *options) validate(cmd *command, rest []string) error {
 	return nil
 }
 
-// atLeast returns an error naming flag when n < min.
-func atLeast(flag string, n, min int) error {
-	if n < min {
-		return fmt.Errorf("--%s must be at least %d, got %d", flag, min, n)
+// atLeast returns an error naming the flag when n < least.
+func atLeast(name string, n, least int) error {
+	if n < least {
+		return fmt.Errorf("--%s must be at least %d, got %d", name, least, n)
 	}
 	return nil
 }
 
-// positiveDur returns an error naming flag when d <= 0.
-func positiveDur(flag string, d time.Duration) error {
+// positiveDur returns an error naming the flag when d <= 0.
+func positiveDur(name string, d time.Duration) error {
 	if d <= 0 {
-		return fmt.Errorf("--%s must be positive, got %v", flag, d)
+		return fmt.Errorf("--%s must be positive, got %v", name, d)
 	}
 	return nil
 }

@@ -111,7 +111,7 @@ func (r results) print(w io.Writer, c *contention, e *env) {
 	fmt.Fprintf(tw, "acquisitions\t%d total, %.1f/s\n", r.sections, r.rate())
 	fmt.Fprintf(tw, "wait\tp50 %s  p99 %s  max %s\n",
 		ms(percentile(r.waits, 0.50)), ms(percentile(r.waits, 0.99)), ms(percentile(r.waits, 1)))
-	fmt.Fprintf(tw, "redis commands\t%d, %.2f per acquisition (lock + unlock + renewals; pub/sub not counted)\n",
+	fmt.Fprintf(tw, "redis commands\t%d, %.2f per acquisition (all sent: lock, unlock, renewals; a script is one; pub/sub not counted)\n",
 		r.commands, r.commandsPerAcquisition())
 	lo, hi := slices.Min(r.perWorker), slices.Max(r.perWorker)
 	fmt.Fprintf(tw, "fairness\tper goroutine min %d, max %d%s\n", lo, hi, ratio(lo, hi))
