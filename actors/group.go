@@ -242,13 +242,24 @@ func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start ti
 	}
 }
 
-// giveBack releases every member granted in parts, without waiting.
+// giveBack releases every member granted in parts and waits (at most a node
+// timeout) for the releases, so that a refused caller does not return while
+// its partial hold still turns others away.
 func (a *groupActor) giveBack(parts []messages.Result) {
+	deadline := time.Now().Add(a.g.NodeTimeout)
+	var replies []chan messages.ReleaseResult
 	for i, p := range parts {
-		if p.Granted {
-			mem := a.g.Members[i]
-			_ = mem.RT.Send(mem.Key, &messages.Release{Owner: mem.Owner, Mode: mem.Mode})
+		if !p.Granted {
+			continue
 		}
+		mem := a.g.Members[i]
+		reply := make(chan messages.ReleaseResult, 1)
+		if mem.RT.Send(mem.Key, &messages.Release{Owner: mem.Owner, Mode: mem.Mode, Reply: reply}) == nil {
+			replies = append(replies, reply)
+		}
+	}
+	for _, reply := range replies {
+		receiveBy(reply, deadline)
 	}
 }
 
