@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 // It is also what the parent sends a child process, as JSON.
 type loadSpec struct {
 	Lib        string        `json:"lib"`
+	Scenario   string        `json:"scenario"` // profile label only
 	Addr       string        `json:"addr"`
 	Prefix     string        `json:"prefix"` // names are Prefix + index
 	NKeys      int           `json:"nkeys"`
@@ -37,6 +39,8 @@ type loadResult struct {
 	Pair       *hist   `json:"pair"`        // Lock call start to Unlock return
 	RoundTrips int64   `json:"round_trips"` // hook calls during the run
 	ServerCmds int64   `json:"server_cmds"` // INFO commandstats delta (parent)
+	ServerCPU  float64 `json:"server_cpu"`  // redis-server CPU seconds (parent)
+	ClientCPU  float64 `json:"client_cpu"`  // this process's CPU seconds during the run
 	PerOwner   []int64 `json:"per_owner"`
 	Violations int64   `json:"violations"` // grants while another holder was inside
 	GaveUp     int64   `json:"gave_up"`    // the library's own give-ups, retried
@@ -108,7 +112,7 @@ func runLoad(spec loadSpec, l lib, hook *tripHook, in *inside) loadResult {
 		}()
 	}
 	time.Sleep(time.Until(spec.Start))
-	trips0 := hook.n.Load()
+	trips0, cpu0 := hook.n.Load(), processCPU()
 	close(gate)
 
 	done := make(chan struct{})
@@ -121,6 +125,7 @@ func runLoad(spec loadSpec, l lib, hook *tripHook, in *inside) loadResult {
 		mu.Unlock()
 	}
 	res.RoundTrips = hook.n.Load() - trips0
+	res.ClientCPU = (processCPU() - cpu0).Seconds()
 	mu.Lock()
 	defer mu.Unlock()
 	if firstErr != nil {
@@ -213,16 +218,21 @@ func runInProcess(srv *server, spec loadSpec, ls libSpec) (loadResult, error) {
 	in := newInside(max(spec.NKeys, 1))
 	ctx := context.Background()
 	spec.Start = time.Now().Add(20 * time.Millisecond)
-	c0, err := srv.commands(ctx)
+	st0, err := srv.stats(ctx)
 	if err != nil {
 		return loadResult{}, err
 	}
-	res := runLoad(spec, l, hook, in)
-	c1, err := srv.commands(ctx)
+	var res loadResult
+	// Labels let `go tool pprof -tags` or `-tagfocus lib=NAME` split a
+	// --cpuprofile by library and scenario; goroutines started inside
+	// inherit them.
+	pprof.Do(ctx, pprof.Labels("lib", ls.Name, "scenario", spec.Scenario), func(context.Context) { res = runLoad(spec, l, hook, in) })
+	st1, err := srv.stats(ctx)
 	if err != nil {
 		return loadResult{}, err
 	}
-	res.ServerCmds = c1 - c0 - 1
+	d := st1.sub(st0)
+	res.ServerCmds, res.ServerCPU = d.commands, d.cpu
 	return res, nil
 }
 

@@ -152,6 +152,7 @@ Usage: go run . [flags]
 	fs.DurationVar(&s.Tuning.RedsyncDelay, "redsync-delay", 2*time.Millisecond, "redsync-tuned: WithRetryDelay")
 	fs.DurationVar(&s.Tuning.RedislockBackoff, "redislock-backoff", 10*time.Millisecond, "redislock: LinearBackoff step")
 	fs.StringVar(&s.RedisServer, "redis-server", redisBin, "redis-server binary")
+	fs.StringVar(&s.Scale.HeapProfile, "heapprofile", "", "scale: write a heap profile of lockactor after the names test's settle period to this file")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole measurement (this process only) to this file")
 	if err := fs.Parse(args); err != nil {
 		return s, err

@@ -69,7 +69,7 @@ func runMultiproc(srv *server, spec loadSpec, procs int) (loadResult, error) {
 			return loadResult{}, fmt.Errorf("child not ready (%q, %v): %s", line, err, k.stderr)
 		}
 	}
-	c0, err := srv.commands(ctx)
+	st0, err := srv.stats(ctx)
 	if err != nil {
 		return loadResult{}, err
 	}
@@ -89,11 +89,12 @@ func runMultiproc(srv *server, spec loadSpec, procs int) (loadResult, error) {
 		}
 		mergeResult(&merged, &r)
 	}
-	c1, err := srv.commands(ctx)
+	st1, err := srv.stats(ctx)
 	if err != nil {
 		return loadResult{}, err
 	}
-	merged.ServerCmds = c1 - c0 - 1
+	d := st1.sub(st0)
+	merged.ServerCmds, merged.ServerCPU = d.commands, d.cpu
 	return merged, nil
 }
 
@@ -126,6 +127,7 @@ func mergeResult(m, r *loadResult) {
 	m.Wait.merge(r.Wait)
 	m.Pair.merge(r.Pair)
 	m.RoundTrips += r.RoundTrips
+	m.ClientCPU += r.ClientCPU
 	m.PerOwner = append(m.PerOwner, r.PerOwner...)
 	m.Violations += r.Violations
 	m.GaveUp += r.GaveUp

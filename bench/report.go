@@ -81,19 +81,20 @@ func kindOf(c configInfo) string {
 var loadColumns = []column{
 	{"acq_s", "acq/s", kilo}, {"wait_p50_ms", "wait p50 ms", fixed(2)}, {"wait_p99_ms", "p99 ms", fixed(1)},
 	{"wait_max_ms", "max ms", fixed(0)}, {"rt_acq", "RT/acq", fixed(2)}, {"cmds_acq", "cmds/acq", fixed(1)},
-	{"fair", "max/min", fixed(2)}, {"starved", "starved", fixed(0)}, {"violations", "overlaps", fixed(0)},
+	{"cli_cpu_us", "client CPU µs/acq", fixed(0)}, {"srv_cpu_us", "server CPU µs/acq", fixed(0)}, {"fair", "max/min", fixed(2)}, {"starved", "starved", fixed(0)}, {"violations", "overlaps", fixed(0)},
 	{"gave_up", "give-ups", fixed(0)}, {"errors", "errors", fixed(0)},
 }
 
 var columns = map[string][]column{
 	"uncontended": {{"acq_s", "pairs/s", kilo}, {"pair_p50_us", "pair p50 µs", fixed(0)}, {"pair_p99_us", "pair p99 µs", fixed(0)},
-		{"rt_acq", "RT/pair", fixed(2)}, {"cmds_acq", "cmds/pair", fixed(1)}, {"errors", "errors", fixed(0)}},
+		{"rt_acq", "RT/pair", fixed(2)}, {"cmds_acq", "cmds/pair", fixed(1)}, {"cli_cpu_us", "client CPU µs/pair", fixed(0)},
+		{"srv_cpu_us", "server CPU µs/pair", fixed(0)}, {"errors", "errors", fixed(0)}},
 	"contended": loadColumns, "multiproc": loadColumns, "manykeys": loadColumns,
 	titleKindWaiters: {{"heap_per_waiter", "heap B/waiter", fixed(0)}, {"stack_per_waiter", "stack B/waiter", fixed(0)},
 		{"setup_s", "park s", fixed(2)}, {"setup_rt", "RT/waiter to park", fixed(2)}, {"drain_acq_s", "drain acq/s", kilo},
 		{"drain_rt", "drain RT/acq", fixed(2)}, {"granted", "granted", fixed(0)}, {"errors", "errors", fixed(0)}},
 	titleKindNames: {{"pairs_s", "pairs/s", kilo}, {"gor_before", "goroutines before", fixed(0)}, {"gor_peak", "right after", fixed(0)},
-		{"gor_after", "after settle", fixed(0)}, {"heap_before", "heap MiB before", fixed(1)}, {"heap_peak", "right after", fixed(1)},
+		{"gor_after", "after settle", fixed(0)}, {"settle_s", "settle s", fixed(1)}, {"heap_before", "heap MiB before", fixed(1)}, {"heap_peak", "right after", fixed(1)},
 		{"heap_after", "after settle", fixed(1)}, {"heap_per_name", "B/name kept", fixed(1)}, {"errors", "errors", fixed(0)}},
 	titleKindHeld: {{"rt_period", "RT/period", fixed(0)}, {"rt_per_100", "RT per 100 locks per period", fixed(2)},
 		{"keys_alive", "keys alive", fixed(0)}, {"lost", "lost", fixed(0)}, {"heap_per_held", "heap B/held lock", fixed(0)},

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +27,8 @@ type scaleSpec struct {
 	Quiet    time.Duration // no Redis traffic for this long: the waiters are parked
 	PoolSize int
 	Prefix   string
+
+	HeapProfile string // written after the names test's settle period (lockactor)
 }
 
 // scaleLibs are the libraries the scale scenario measures.
@@ -135,8 +139,9 @@ func scaleWaiters(srv *server, sp scaleSpec, name string) (map[string]float64, e
 }
 
 // scaleNames locks and unlocks sp.Names distinct names once each, then
-// compares goroutines and heap before, right after, and after a settle
-// period of three idle timeouts.
+// compares goroutines and heap before, right after, and after the settle
+// period: at least three idle timeouts, and on until the goroutine count is
+// back to where it was (bounded).
 func scaleNames(srv *server, sp scaleSpec, name string) (map[string]float64, error) {
 	l, rdb, _, err := openScaleLib(srv, sp, name, lockactor.WithIdleActorTimeout(sp.Idle))
 	if err != nil {
@@ -159,8 +164,13 @@ func scaleNames(srv *server, sp scaleSpec, name string) (map[string]float64, err
 	})
 	elapsed := time.Since(t0)
 	peak := snapshot()
-	time.Sleep(3*sp.Idle + 500*time.Millisecond)
+	settle := settleGoroutines(m0.goroutines, 3*sp.Idle, max(15*time.Second, 6*sp.Idle))
 	after := snapshot()
+	if sp.HeapProfile != "" && name == "lockactor" {
+		if err := writeHeapProfile(sp.HeapProfile); err != nil {
+			return nil, err
+		}
+	}
 	const mib = 1 << 20
 	return map[string]float64{
 		"names":         float64(sp.Names),
@@ -172,8 +182,29 @@ func scaleNames(srv *server, sp scaleSpec, name string) (map[string]float64, err
 		"heap_peak":     float64(peak.heap) / mib,
 		"heap_after":    float64(after.heap) / mib,
 		"heap_per_name": float64(after.heap-m0.heap) / float64(sp.Names),
+		"settle_s":      settle.Seconds(),
 		"errors":        float64(failed.Load()),
 	}, nil
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("heap").WriteTo(f, 0)
+}
+
+// settleGoroutines sleeps at least least, then until at most base goroutines
+// run or limit has passed; it returns the time taken.
+func settleGoroutines(base int64, least, limit time.Duration) time.Duration {
+	t0 := time.Now()
+	time.Sleep(least)
+	for int64(runtime.NumGoroutine()) > base && time.Since(t0) < limit {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(t0)
 }
 
 // parallel runs f on n goroutines and waits for them.

@@ -64,7 +64,7 @@ func buildConfigs(srv *server, s settings) ([]config, error) {
 	}
 	seq := 0
 	load := func(scn, title string, g, keys int, cs time.Duration, procs int) config {
-		base := loadSpec{Addr: srv.addr, NKeys: keys, Goroutines: g, CS: cs, Duration: s.Duration, PoolSize: s.PoolSize, Tuning: s.Tuning}
+		base := loadSpec{Scenario: scn, Addr: srv.addr, NKeys: keys, Goroutines: g, CS: cs, Duration: s.Duration, PoolSize: s.PoolSize, Tuning: s.Tuning}
 		return config{Scenario: scn, Title: title, Libs: libs, run: func(ls libSpec) (map[string]float64, string, error) {
 			seq++
 			spec := base
@@ -138,6 +138,16 @@ func measure(srv *server, s settings, progress io.Writer) (*report, error) {
 	if info, err := srv.admin.Info(context.Background(), "server").Result(); err == nil {
 		rep.Redis = infoField(info, "redis_version")
 	}
+	// Warm up, unrecorded: scripts cached in Redis, code paths and CPU
+	// caches hot, so that the first library of the first round is not
+	// handicapped.
+	for _, ls := range allLibs(s.Tuning) {
+		spec := loadSpec{Lib: ls.Name, Addr: srv.addr, Prefix: "bench:warmup:", NKeys: 1, Goroutines: 4,
+			Duration: 200 * time.Millisecond, PoolSize: s.PoolSize, Tuning: s.Tuning}
+		if _, err := runInProcess(srv, spec, ls); err != nil {
+			return nil, fmt.Errorf("warm-up %s: %w", ls.Name, err)
+		}
+	}
 	total, n := 0, 0
 	for _, c := range cfgs {
 		total += len(c.Libs) * s.Rounds
@@ -180,6 +190,8 @@ func loadMetrics(r loadResult) map[string]float64 {
 		"acq_s":       div(acq, r.Seconds),
 		"rt_acq":      div(float64(r.RoundTrips), acq),
 		"cmds_acq":    div(float64(r.ServerCmds), acq),
+		"cli_cpu_us":  div(r.ClientCPU*1e6, acq),
+		"srv_cpu_us":  div(r.ServerCPU*1e6, acq),
 		"violations":  float64(r.Violations),
 		"gave_up":     float64(r.GaveUp),
 		"errors":      float64(r.Errors),

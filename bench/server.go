@@ -112,15 +112,20 @@ func (s *server) stop() {
 	<-s.done
 }
 
-// commands is the total of calls= over INFO commandstats: every command the
-// server ran, including those inside scripts. Reading it costs one INFO,
-// which the next reading counts; callers subtract it.
-func (s *server) commands(ctx context.Context) (int64, error) {
-	info, err := s.admin.Info(ctx, "commandstats").Result()
+// serverStats is what INFO tells of the server's work so far.
+type serverStats struct {
+	commands int64   // total of calls= over commandstats, scripts' inner commands included
+	cpu      float64 // used_cpu_user + used_cpu_sys, seconds
+}
+
+// stats reads INFO cpu and commandstats. Reading costs one INFO, which the
+// next reading counts; sub takes it off.
+func (s *server) stats(ctx context.Context) (serverStats, error) {
+	info, err := s.admin.Info(ctx, "cpu", "commandstats").Result()
 	if err != nil {
-		return 0, err
+		return serverStats{}, err
 	}
-	var total int64
+	var st serverStats
 	for _, line := range strings.Split(info, "\r\n") {
 		if _, rest, ok := strings.Cut(line, ":calls="); ok {
 			end := strings.IndexByte(rest, ',')
@@ -128,10 +133,28 @@ func (s *server) commands(ctx context.Context) (int64, error) {
 				end = len(rest)
 			}
 			n, _ := strconv.ParseInt(rest[:end], 10, 64)
-			total += n
+			st.commands += n
 		}
 	}
-	return total, nil
+	for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v, _ := strconv.ParseFloat(infoField(info, f), 64)
+		st.cpu += v
+	}
+	return st, nil
+}
+
+// sub is what the server did between o and st, less the reading itself.
+func (st serverStats) sub(o serverStats) serverStats {
+	return serverStats{commands: st.commands - o.commands - 1, cpu: st.cpu - o.cpu}
+}
+
+// processCPU is this process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // infoField is one field of an INFO reply, "" when absent.
