@@ -42,9 +42,10 @@ type loadResult struct {
 	ServerCPU  float64 `json:"server_cpu"`  // redis-server CPU seconds (parent)
 	ClientCPU  float64 `json:"client_cpu"`  // this process's CPU seconds during the run
 	PerOwner   []int64 `json:"per_owner"`
-	Violations int64   `json:"violations"` // grants while another holder was inside
-	GaveUp     int64   `json:"gave_up"`    // the library's own give-ups, retried
-	Errors     int64   `json:"errors"`     // other Lock/Unlock errors
+	PerProc    []int64 `json:"per_proc,omitempty"` // acquisitions per process (multiproc)
+	Violations int64   `json:"violations"`         // grants while another holder was inside
+	GaveUp     int64   `json:"gave_up"`            // the library's own give-ups, retried
+	Errors     int64   `json:"errors"`             // other Lock/Unlock errors
 	FirstErr   string  `json:"first_err,omitempty"`
 	Stuck      int64   `json:"stuck"` // goroutines still running at the hard limit
 }

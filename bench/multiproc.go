@@ -129,6 +129,7 @@ func mergeResult(m, r *loadResult) {
 	m.RoundTrips += r.RoundTrips
 	m.ClientCPU += r.ClientCPU
 	m.PerOwner = append(m.PerOwner, r.PerOwner...)
+	m.PerProc = append(m.PerProc, r.Acq)
 	m.Violations += r.Violations
 	m.GaveUp += r.GaveUp
 	m.Errors += r.Errors

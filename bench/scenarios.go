@@ -197,8 +197,6 @@ func loadMetrics(r loadResult) map[string]float64 {
 		"errors":      float64(r.Errors),
 		"stuck":       float64(r.Stuck),
 		"owners":      float64(len(r.PerOwner)),
-		"starved":     0,
-		"fair":        0,
 		"wait_p50_ms": 0, "wait_p99_ms": 0, "wait_max_ms": 0, "pair_p50_us": 0, "pair_p99_us": 0,
 	}
 	if r.Wait != nil && r.Pair != nil {
@@ -208,10 +206,19 @@ func loadMetrics(r loadResult) map[string]float64 {
 		m["pair_p50_us"] = ms(r.Pair.quantile(0.50)) * 1000
 		m["pair_p99_us"] = ms(r.Pair.quantile(0.99)) * 1000
 	}
+	m["fair"], m["starved"] = spread(r.PerOwner)
+	if len(r.PerProc) > 1 {
+		m["proc_fair"], _ = spread(r.PerProc)
+	}
+	return m
+}
+
+// spread is max/min over the non-zero counts, and how many counts are zero.
+func spread(counts []int64) (ratio, zeros float64) {
 	var lo, hi int64 = -1, 0
-	for _, n := range r.PerOwner {
+	for _, n := range counts {
 		if n == 0 {
-			m["starved"]++
+			zeros++
 			continue
 		}
 		if lo < 0 || n < lo {
@@ -220,9 +227,9 @@ func loadMetrics(r loadResult) map[string]float64 {
 		hi = max(hi, n)
 	}
 	if lo > 0 {
-		m["fair"] = float64(hi) / float64(lo)
+		ratio = float64(hi) / float64(lo)
 	}
-	return m
+	return ratio, zeros
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
