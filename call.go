@@ -38,7 +38,7 @@ func await(ctx context.Context, send func(any) error, done <-chan struct{}, m *m
 		return messages.Result{}, ErrClosed
 	}
 	if m.Req.Abandon() {
-		_ = send(&messages.Abandon{Req: m.Req}) // lets the actor drop it early
+		_ = send(&messages.Abandon{Owner: m.Owner, Req: m.Req}) // lets the actor drop it early
 		return messages.Result{}, cause
 	}
 	res := <-m.Req.Reply()

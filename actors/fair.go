@@ -57,7 +57,9 @@ func (a *fairActor) Receive(ctx actor.Context) {
 	case *messages.Release:
 		a.release(m)
 	case *messages.Abandon:
-		a.abandoned()
+		if w := a.waiting[m.Owner]; w != nil {
+			a.abandoned(w)
+		}
 	case *messages.Wake:
 		if w := a.waiting[m.Owner]; w != nil {
 			a.serve(w)
@@ -154,18 +156,16 @@ func (a *fairActor) armRetry(w *fairWaiter, wait time.Duration) {
 	w.retry.Reset(wait)
 }
 
-// abandoned takes owners whose every call has given up out of the queue, so
-// the next waiter is not stuck behind them.
-func (a *fairActor) abandoned() {
-	for _, w := range a.waiting {
-		if pendingAny(w.reqs) {
-			continue
-		}
-		if _, err := a.rt.io.FairCancel(a.rt.ctx, a.key.Name, w.owner, w.w); err != nil {
-			a.rt.cfg.Logger.Debug("lockactor: fair cancel failed; the deadline will purge it", "lock", a.key.Name, "err", err)
-		}
-		a.forgetWaiter(w)
+// abandoned takes an owner whose every call has given up out of the queue,
+// so the next waiter is not stuck behind it.
+func (a *fairActor) abandoned(w *fairWaiter) {
+	if pendingAny(w.reqs) {
+		return
 	}
+	if _, err := a.rt.io.FairCancel(a.rt.ctx, a.key.Name, w.owner, w.w); err != nil {
+		a.rt.cfg.Logger.Debug("lockactor: fair cancel failed; the deadline will purge it", "lock", a.key.Name, "err", err)
+	}
+	a.forgetWaiter(w)
 }
 
 func pendingAny(reqs []*messages.Acquire) bool {

@@ -38,8 +38,11 @@ type ReleaseResult struct {
 	Err     error // a Redis error; nothing is known to have changed
 }
 
-// Abandon tells the actor that a queued request was withdrawn.
-type Abandon struct{ Req *Request }
+// Abandon tells the actor that a queued request of Owner was withdrawn.
+type Abandon struct {
+	Owner string
+	Req   *Request
+}
 
 // WakeReason says why waiters should try again.
 type WakeReason int
