@@ -57,10 +57,15 @@ func (a *lockActor) Receive(ctx actor.Context) {
 	case *messages.Abandon:
 		a.waiters.front() // drops withdrawn heads
 	case *messages.Wake:
-		if a.echo(m.Reason) && a.scheme.exclusive() && a.held() {
-			return // our own release's message: the release already handed over
+		own := a.echo(m.Reason)
+		if a.scheme.exclusive() && a.held() && (own || m.Reason == messages.WakeSubscribed) {
+			return // our own release's echo, or a (re)subscription while we hold
 		}
-		a.serve()
+		if a.serve() && m.Reason == messages.WakeMessage && a.scheme.exclusive() {
+			// We won the race a release message started: go to the back of
+			// the channel's subscribers so other processes go first next time.
+			_ = a.rt.ps.Requeue(a.rt.ctx, a.scheme.channel(a.key.Name))
+		}
 	case *messages.RenewTick:
 		if a.renewAll(&a.base, a.renewOne) {
 			a.serve() // a lost hold frees the lock for local waiters
@@ -115,7 +120,7 @@ func (a *lockActor) owns(owner string) bool {
 // for every other waiting reader. At most one attempt per name is in flight
 // (the mailbox runs one message at a time), so an unlock costs one script
 // however many local waiters there are.
-func (a *lockActor) serve() {
+func (a *lockActor) serve() (granted bool) {
 	for head := a.waiters.front(); head != nil; head = a.waiters.front() {
 		res, err := a.try(head)
 		switch {
@@ -124,21 +129,22 @@ func (a *lockActor) serve() {
 			// gets the error rather than sleeping on a Redis that does not
 			// answer.
 			failAll(&a.waiters, err)
-			return
+			return false
 		case res.upgrade:
 			head.Req.Answer(messages.Result{Upgrade: true})
 			a.waiters.pop()
 			continue
 		case !res.ok:
 			a.armRetry(res.ttl)
-			return
+			return false
 		}
 		a.waiters.pop()
 		if head.Mode == messages.Read {
 			a.serveReaders()
 		}
-		return
+		return true
 	}
+	return false
 }
 
 // serveReaders grants the lock to every waiting reader once one reader got

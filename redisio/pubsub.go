@@ -147,6 +147,30 @@ func (p *PubSub) open(addr string, ps *redis.PubSub) {
 	go p.loop(ps)
 }
 
+// Requeue moves this connection to the back of channel's subscriber list
+// (UNSUBSCRIBE and SUBSCRIBE back to back on the one connection). Redis 7.0
+// delivers a message to a channel's subscribers in subscription order, so
+// the process that subscribed first would win every race a release message
+// starts; a winner that requeues lets the others go first next time.
+func (p *PubSub) Requeue(ctx context.Context, channel string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps := p.on[channel]
+	if ps == nil || p.closed {
+		return nil
+	}
+	if p.sharded {
+		if err := ps.SUnsubscribe(ctx, channel); err != nil {
+			return err
+		}
+		return ps.SSubscribe(ctx, channel)
+	}
+	if err := ps.Unsubscribe(ctx, channel); err != nil {
+		return err
+	}
+	return ps.Subscribe(ctx, channel)
+}
+
 // Unsubscribe removes the handler id from channel, and the channel from its
 // connection when it was the last.
 func (p *PubSub) Unsubscribe(ctx context.Context, channel string, id uint64) error {
