@@ -33,7 +33,7 @@ type lockActor struct {
 
 // handoffRun bounds a run of local hand-offs: then the lock is released and
 // published, and local waiters race the other processes' for it.
-const handoffRun = 16
+const handoffRun = 64
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	return &lockActor{
