@@ -150,45 +150,7 @@ func TestFairWaiterOfDeadProcessIsSkipped(t *testing.T) {
 
 func TestFairLockMutualExclusion(t *testing.T) {
 	srv := redistest.Start(t)
-	ctx := ctxFor(t, 60*time.Second)
-	var (
-		mu  sync.Mutex
-		log []section
-		wg  sync.WaitGroup
-	)
-	for i := 0; i < 3; i++ {
-		c := newClient(t, srv.Client(t))
-		for j := 0; j < 6; j++ {
-			l := c.FairLock("fair-mx")
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for r := 0; r < 5; r++ {
-					if err := l.Lock(ctx); err != nil {
-						t.Errorf("Lock: %v", err)
-						return
-					}
-					start := time.Now()
-					time.Sleep(200 * time.Microsecond)
-					end := time.Now()
-					if err := l.Unlock(ctx); err != nil {
-						t.Errorf("Unlock: %v", err)
-						return
-					}
-					mu.Lock()
-					log = append(log, section{fmt.Sprint(i, "/", j), start, end})
-					mu.Unlock()
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	if len(log) != 3*6*5 {
-		t.Fatalf("%d critical sections, want %d", len(log), 3*6*5)
-	}
-	if bad := overlaps(log); len(bad) > 0 {
-		t.Fatalf("%d overlapping critical sections, first: %s", len(bad), bad[0])
-	}
+	contend(t, srv, 3, 6, 5, func(c *lockactor.Client) lockactor.Locker { return c.FairLock("fair-mx") })
 	if n := queueLen(t, srv, "fair-mx"); n != 0 {
 		t.Fatalf("queue holds %d entries after everyone is done", n)
 	}
