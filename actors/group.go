@@ -273,7 +273,9 @@ type MemberError struct {
 	Err  error
 }
 
+// Error names the member and says what went wrong.
 func (e *MemberError) Error() string { return "member " + quoteName(e.Name) + ": " + e.Err.Error() }
+// Unwrap gives the member's own error to errors.Is and errors.As.
 func (e *MemberError) Unwrap() error { return e.Err }
 
 func quoteName(name string) string {

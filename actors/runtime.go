@@ -101,14 +101,17 @@ type minLevel struct {
 	min slog.Level
 }
 
+// Enabled drops levels below min.
 func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
 }
 
+// WithAttrs keeps the filter on the derived handler.
 func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
 	return minLevel{h.Handler.WithAttrs(as), h.min}
 }
 
+// WithGroup keeps the filter on the derived handler.
 func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{h.Handler.WithGroup(name), h.min}
 }
