@@ -275,6 +275,7 @@ type MemberError struct {
 
 // Error names the member and says what went wrong.
 func (e *MemberError) Error() string { return "member " + quoteName(e.Name) + ": " + e.Err.Error() }
+
 // Unwrap gives the member's own error to errors.Is and errors.As.
 func (e *MemberError) Unwrap() error { return e.Err }
 
