@@ -81,12 +81,6 @@ func (b *base) after(d time.Duration, msg any) *time.Timer {
 	return time.AfterFunc(max(d, time.Millisecond), func() { root.Send(pid, msg) })
 }
 
-// post is a function that posts msg to this actor, for callbacks.
-func (b *base) post(msg any) func() {
-	pid, root := b.self, b.rt.system.Root
-	return func() { root.Send(pid, msg) }
-}
-
 // forward re-sends a caller's message that reached this actor after it left
 // the registry, so that a fresh actor serves it.
 func (b *base) forward(m any) bool {

@@ -54,6 +54,3 @@ func (r *Request) Abandon() bool { return r.state.CompareAndSwap(pending, abando
 
 // Pending reports whether the request still awaits an answer.
 func (r *Request) Pending() bool { return r.state.Load() == pending }
-
-// Abandoned reports whether the caller has withdrawn.
-func (r *Request) Abandoned() bool { return r.state.Load() == abandoned }
