@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockactor/lockactor/actors"
 	"github.com/lockactor/lockactor/messages"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // await sends m to key's actor and waits for the answer, for ctx to end, for
@@ -49,4 +50,35 @@ func await(ctx context.Context, send func(any) error, done <-chan struct{}, m *m
 		return messages.Result{}, cause
 	}
 	return res, nil
+}
+
+// awaitRelease sends a Release that carries its own reply channel and waits
+// for the answer, for ctx to end or for Close. Errors come back unwrapped
+// (the caller adds the name).
+func awaitRelease(ctx context.Context, send func(any) error, done <-chan struct{}, m *messages.Release) (messages.ReleaseResult, error) {
+	m.Reply = make(chan messages.ReleaseResult, 1)
+	if err := send(m); err != nil {
+		return messages.ReleaseResult{}, ErrClosed
+	}
+	select {
+	case res := <-m.Reply:
+		return res, nil
+	case <-ctx.Done():
+		return messages.ReleaseResult{}, ctx.Err()
+	case <-done:
+		return messages.ReleaseResult{}, ErrClosed
+	}
+}
+
+// guarded runs fn on the Client's Redis connection, returning when ctx ends
+// even on a hung server (redisio.Guard), and names the lock in its error. It
+// is for calls that change no actor state: queries, force unlock, permits.
+func guarded[T any](ctx context.Context, c *Client, name string, fn func(context.Context, *redisio.Conn) (T, error)) (T, error) {
+	io := c.rt.IO()
+	v, err := redisio.Guard(ctx, io, func(ctx context.Context) (T, error) { return fn(ctx, io) })
+	if err != nil {
+		var zero T
+		return zero, nameError(name, err)
+	}
+	return v, nil
 }

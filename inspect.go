@@ -11,21 +11,15 @@ import (
 
 // The calls in this file read or delete the lock directly through redisio:
 // they change no actor state, so they skip the actor. Each honours its ctx
-// even on a hung server (see redisio.Guard).
+// even on a hung server (see guarded).
 
-// query validates the call and runs fn under ctx's deadline, wrapping errors
-// with the lock's name.
+// query validates the call and runs fn under ctx's deadline (see guarded).
 func query[T any](ctx context.Context, l *Lock, fn func(context.Context, *redisio.Conn) (T, error)) (T, error) {
-	var zero T
 	if err := l.check(ctx); err != nil {
+		var zero T
 		return zero, err
 	}
-	io := l.c.rt.IO()
-	v, err := redisio.Guard(ctx, io, func(ctx context.Context) (T, error) { return fn(ctx, io) })
-	if err != nil {
-		return zero, nameError(l.name, err)
-	}
-	return v, nil
+	return guarded(ctx, l.c, l.name, fn)
 }
 
 // rwMode is the mode field a ReadWriteLock view owns: "read" or "write".

@@ -123,29 +123,22 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
-	reply := make(chan messages.ReleaseResult, 1)
-	if err := l.c.rt.Send(l.key, &messages.Release{Owner: l.owner, Mode: l.mode, Reply: reply}); err != nil {
-		return errClosed(l.name)
+	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }
+	res, err := awaitRelease(ctx, send, l.c.done, &messages.Release{Owner: l.owner, Mode: l.mode})
+	switch {
+	case err != nil:
+		return nameError(l.name, err)
+	case res.Err != nil:
+		return nameError(l.name, res.Err)
+	case res.NotHeld:
+		return nameError(l.name, ErrNotHeld)
 	}
-	select {
-	case res := <-reply:
-		switch {
-		case res.Err != nil:
-			return nameError(l.name, res.Err)
-		case res.NotHeld:
-			return nameError(l.name, ErrNotHeld)
-		}
-		if res.Gone {
-			l.mu.Lock()
-			l.token = 0
-			l.mu.Unlock()
-		}
-		return nil
-	case <-ctx.Done():
-		return nameError(l.name, ctx.Err())
-	case <-l.c.done:
-		return errClosed(l.name)
+	if res.Gone {
+		l.mu.Lock()
+		l.token = 0
+		l.mu.Unlock()
 	}
+	return nil
 }
 
 // Lost is closed when this handle held the lock and the runtime found it gone

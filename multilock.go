@@ -142,24 +142,16 @@ func (gr *group) Unlock(ctx context.Context) error {
 	if err := gr.check(ctx); err != nil {
 		return err
 	}
-	reply := make(chan messages.ReleaseResult, 1)
-	if err := gr.send(&messages.Release{Reply: reply}); err != nil {
-		return errClosed(gr.name)
+	res, err := awaitRelease(ctx, gr.send, gr.home().done, &messages.Release{})
+	switch {
+	case err != nil:
+		return nameError(gr.name, err)
+	case res.NotHeld:
+		return nameError(gr.name, ErrNotHeld)
+	case res.Err != nil:
+		return nameError(gr.name, errors.Join(ErrNoQuorum, res.Err))
 	}
-	select {
-	case res := <-reply:
-		switch {
-		case res.NotHeld:
-			return nameError(gr.name, ErrNotHeld)
-		case res.Err != nil:
-			return nameError(gr.name, errors.Join(ErrNoQuorum, res.Err))
-		}
-		return nil
-	case <-ctx.Done():
-		return nameError(gr.name, ctx.Err())
-	case <-gr.home().done:
-		return errClosed(gr.name)
-	}
+	return nil
 }
 
 // A MultiLock holds all of its locks or none (RedissonMultiLock). The locks

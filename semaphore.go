@@ -49,18 +49,14 @@ func (s *Semaphore) check(ctx context.Context, n int, minN int) error {
 	return nil
 }
 
-// direct runs one redisio call under ctx's deadline after validation.
+// direct runs one redisio call under ctx's deadline after validation (see
+// guarded).
 func direct[T any](ctx context.Context, s *Semaphore, n, minN int, fn func(context.Context, *redisio.Conn) (T, error)) (T, error) {
-	var zero T
 	if err := s.check(ctx, n, minN); err != nil {
+		var zero T
 		return zero, err
 	}
-	io := s.c.rt.IO()
-	v, err := redisio.Guard(ctx, io, func(ctx context.Context) (T, error) { return fn(ctx, io) })
-	if err != nil {
-		return zero, nameError(s.name, err)
-	}
-	return v, nil
+	return guarded(ctx, s.c, s.name, fn)
 }
 
 // TrySetPermits sets the number of permits to n (>= 0) only if it has never
@@ -127,8 +123,8 @@ func (s *Semaphore) acquire(ctx context.Context, n int, tryOnly bool, expired <-
 		// The permits were taken as ctx ended: give them back, past ctx.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_, _ = redisio.Guard(ctx, s.c.rt.IO(), func(ctx context.Context) (int, error) {
-			return s.c.rt.IO().SemaphoreAdd(ctx, s.name, n)
+		_, _ = guarded(ctx, s.c, s.name, func(ctx context.Context, io *redisio.Conn) (int, error) {
+			return io.SemaphoreAdd(ctx, s.name, n)
 		})
 	})
 	switch {
