@@ -1,0 +1,11 @@
+package lockactor
+
+// Test-only views of unexported state, for the package's external tests
+// (package lockactor_test) that check what the public API cannot show.
+
+// OwnerOf is the hash field a handle writes: "<clientUUID>:<handleID>".
+func OwnerOf(l *Lock) string { return l.owner }
+
+// ActorCount is the number of lock actors (coordinators included) the
+// Client's runtime has registered now.
+func ActorCount(c *Client) int { return c.rt.Actors() }
