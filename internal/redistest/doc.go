@@ -24,5 +24,10 @@
 // a new port is chosen. Signals go only to the process groups of children
 // started here.
 //
+// [NewProxy] puts a fault-injecting TCP proxy between a client and a server,
+// for faults of the network rather than of the server: a connection that
+// goes silent while the server is fine (Freeze), one that is reset (Cut), and
+// a reply lost after its command ran (CutAfter).
+//
 // The package is Linux-only (it relies on Pdeathsig and /proc).
 package redistest

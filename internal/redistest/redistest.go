@@ -151,7 +151,12 @@ func (s *Server) Client(tb testing.TB) *redis.Client {
 // field of the options (Addr is preset) before the client is created.
 func (s *Server) ClientWith(tb testing.TB, configure func(*redis.Options)) *redis.Client {
 	tb.Helper()
-	opt := &redis.Options{Addr: s.addr}
+	return newClient(tb, s.addr, configure)
+}
+
+// newClient is ClientWith for any address (a Server's or a Proxy's).
+func newClient(tb testing.TB, addr string, configure func(*redis.Options)) *redis.Client {
+	opt := &redis.Options{Addr: addr}
 	if configure != nil {
 		configure(opt)
 	}
