@@ -58,6 +58,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.fairWait <= 0 {
 		return nil, fmt.Errorf("%w: fair lock wait timeout %v <= 0", ErrInvalidArgument, o.fairWait)
 	}
+	if o.pubsubHealth <= 0 {
+		return nil, fmt.Errorf("%w: pub/sub health check %v <= 0", ErrInvalidArgument, o.pubsubHealth)
+	}
 	_, cluster := rdb.(*redis.ClusterClient)
 	sharded := cluster
 	if o.sharded != nil {
@@ -70,10 +73,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		cluster: cluster,
 	}
 	c.rt = actors.NewRuntime(rdb, actors.Config{
-		Watchdog:  o.watchdog,
-		IdleAfter: o.idleAfter,
-		FairWait:  o.fairWait,
-		Logger:    o.logger,
+		ClientID:     c.id,
+		Watchdog:     o.watchdog,
+		IdleAfter:    o.idleAfter,
+		FairWait:     o.fairWait,
+		PubSubHealth: o.pubsubHealth,
+		Logger:       o.logger,
 
 		ShardedPubSub: sharded,
 	})
@@ -90,10 +95,17 @@ func isNil(rdb redis.UniversalClient) bool {
 
 // Close stops every actor, cancels every watchdog, drops every subscription and
 // makes all waiting calls return ErrClosed. Locks still held are NOT released
-// in Redis (as in Redisson: they expire after the watchdog timeout). After
-// Close returns, no goroutine started by the package is left running; if a
-// command is stuck on a hung server, Close waits for it, at most the go-redis
-// client's read timeout. Close is idempotent.
+// in Redis (as in Redisson: they expire after the watchdog timeout); fair-lock
+// waiters are taken out of the Redis queue, best effort. Releases still owed
+// to Redis (an Unlock or Release that Redis did not confirm) are abandoned:
+// a lock's lease then frees it, but permits owed to a semaphore stay lost.
+//
+// Close returns within about a second whatever Redis does. After it returns,
+// no goroutine started by the package is left running, with one exception:
+// a command stuck in the go-redis client on a server that does not answer
+// (with no read timeout set, possibly forever) belongs to that client; the
+// goroutine waiting for it ends, without touching Redis again, as soon as
+// go-redis returns. Close is idempotent.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)

@@ -41,7 +41,7 @@ func (l *Lock) field() string {
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters; true if
 // it was locked. For a ReadWriteLock view it deletes the lock only while it is
 // held in that view's mode. The holder finds out at its next renewal (Lost
-// closes).
+// closes). If ctx ends first, the lock may or may not have been deleted.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
 		switch l.key.Kind {

@@ -118,7 +118,14 @@ func (l *Lock) acquire(ctx context.Context, o lockOptions, tryOnly bool, expired
 
 // Unlock releases one hold. ErrNotHeld if this handle does not hold the lock
 // (never held, already fully released, or the lease expired and someone else
-// may hold it). The watchdog stops before the last hold is released.
+// may hold it).
+//
+// The hold is given up when Unlock is called, whatever follows: the watchdog
+// stops renewing it at once. If Unlock returns any other error (Redis did not
+// confirm, or ctx ended first), the runtime keeps telling Redis in the
+// background until Redis confirms or the hold's lease has run out, and
+// Redis applies the release at most once; Lost closes if the hold turns out
+// to have been lost meanwhile. Do not call Unlock again for that hold.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err

@@ -15,6 +15,8 @@ type options struct {
 	idleAfter time.Duration
 	fairWait  time.Duration
 	sharded   *bool // nil: decided by the client type
+
+	pubsubHealth time.Duration
 }
 
 func defaultOptions() options {
@@ -23,6 +25,8 @@ func defaultOptions() options {
 		logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		idleAfter: 5 * time.Second,
 		fairWait:  5 * time.Minute,
+
+		pubsubHealth: 5 * time.Second,
 	}
 }
 
@@ -55,6 +59,17 @@ func WithIdleActorTimeout(d time.Duration) Option {
 // uses its wait instead. Default 5 minutes, as in Redisson.
 func WithFairLockWaitTimeout(d time.Duration) Option {
 	return func(o *options) { o.fairWait = d }
+}
+
+// WithPubSubHealthCheck sets how long a subscription connection may stay
+// silent before the runtime pings it; a connection that does not answer the
+// ping within as long again (a half-open TCP connection, a server that
+// stopped) is replaced and every channel on it subscribed again, after which
+// every waiter makes a fresh attempt. Until then, waiters on it fall back on
+// their timers (at most the holder's lease). Default 5s; d <= 0 makes New
+// fail.
+func WithPubSubHealthCheck(d time.Duration) Option {
+	return func(o *options) { o.pubsubHealth = d }
 }
 
 // WithShardedPubSub chooses how releases are announced: SPUBLISH/SSUBSCRIBE

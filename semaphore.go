@@ -60,24 +60,49 @@ func direct[T any](ctx context.Context, s *Semaphore, n, minN int, fn func(conte
 }
 
 // TrySetPermits sets the number of permits to n (>= 0) only if it has never
-// been set; true if it was set.
+// been set; true if it was set. If it returns an error, the permits were not
+// set, unless Redis could not be reached to confirm (the error then says the
+// outcome is unknown); if ctx ends first, the change may still be made.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	return direct(ctx, s, n, 0, func(ctx context.Context, io *redisio.Conn) (bool, error) {
-		return io.SemaphoreSet(ctx, s.name, n)
-	})
+	if err := s.check(ctx, n, 0); err != nil {
+		return false, err
+	}
+	res, err := s.adjust(ctx, &messages.Adjust{N: n, SetOnly: true})
+	return res.Set, err
 }
 
 // AddPermits adds n permits; n < 0 removes them (the count may go below zero,
-// and acquirers then wait until enough are released).
+// and acquirers then wait until enough are released). The change is applied
+// at most once, also when a connection breaks mid-call; an error means it
+// was not applied, unless Redis could not be reached to confirm (the error
+// then says the outcome is unknown). If ctx ends first, the change may still
+// be made.
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
-	return s.add(ctx, n, math.MinInt)
+	if err := s.check(ctx, n, math.MinInt); err != nil {
+		return err
+	}
+	_, err := s.adjust(ctx, &messages.Adjust{N: n})
+	return err
 }
 
-func (s *Semaphore) add(ctx context.Context, n, minN int) error {
-	_, err := direct(ctx, s, n, minN, func(ctx context.Context, io *redisio.Conn) (int, error) {
-		return io.SemaphoreAdd(ctx, s.name, n)
-	})
-	return err
+// adjust asks the semaphore's actor to change the permits and waits for its
+// answer, ctx or Close.
+func (s *Semaphore) adjust(ctx context.Context, m *messages.Adjust) (messages.AdjustResult, error) {
+	m.Reply = make(chan messages.AdjustResult, 1)
+	if err := s.c.rt.Send(s.key, m); err != nil {
+		return messages.AdjustResult{}, errClosed(s.name)
+	}
+	select {
+	case res := <-m.Reply:
+		if res.Err != nil {
+			return res, nameError(s.name, res.Err)
+		}
+		return res, nil
+	case <-ctx.Done():
+		return messages.AdjustResult{}, nameError(s.name, ctx.Err())
+	case <-s.c.done:
+		return messages.AdjustResult{}, errClosed(s.name)
+	}
 }
 
 // AvailablePermits is the number of permits available now (0 when unset).
@@ -87,9 +112,24 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int, error) {
 	})
 }
 
-// Release gives back n (> 0) permits and wakes waiters on every client.
+// Release gives back n (> 0) permits and wakes waiters on every client. The
+// permits are given back once, whatever happens: if Release returns an error
+// (Redis did not confirm, or ctx ended first), the runtime keeps giving them
+// back in the background until Redis confirms, for as long as the Client
+// lives. Do not call Release again for them.
 func (s *Semaphore) Release(ctx context.Context, n int) error {
-	return s.add(ctx, n, 1)
+	if err := s.check(ctx, n, 1); err != nil {
+		return err
+	}
+	send := func(msg any) error { return s.c.rt.Send(s.key, msg) }
+	res, err := awaitRelease(ctx, send, s.c.done, &messages.Release{Permits: n})
+	switch {
+	case err != nil:
+		return nameError(s.name, err)
+	case res.Err != nil:
+		return nameError(s.name, res.Err)
+	}
+	return nil
 }
 
 // Acquire takes n (> 0) permits, waiting until they are available or ctx
@@ -120,12 +160,8 @@ func (s *Semaphore) acquire(ctx context.Context, n int, tryOnly bool, expired <-
 	}
 	m := &messages.Acquire{Permits: n, TryOnly: tryOnly, Req: messages.NewRequest()}
 	res, err := s.c.await(ctx, s.key, m, expired, func() {
-		// The permits were taken as ctx ended: give them back, past ctx.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_, _ = guarded(ctx, s.c, s.name, func(ctx context.Context, io *redisio.Conn) (int, error) {
-			return io.SemaphoreAdd(ctx, s.name, n)
-		})
+		// The permits were taken as ctx ended: the actor gives them back.
+		_ = s.c.rt.Send(s.key, &messages.Release{Permits: n})
 	})
 	switch {
 	case err != nil:

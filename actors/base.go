@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -24,11 +25,14 @@ type base struct {
 	busy      bool                // a message other than an idle tick arrived since the last tick
 	retiring  bool                // left the registry; forwards stragglers, then stops
 	resend    func(msg any) error // delivers to this key's next actor; nil: rt.Send
+
+	timer   *time.Timer // the actor's one work timer (retries, backoffs)
+	timerAt time.Time   // when it fires; zero when stopped
 }
 
 // state is what base needs to know of a concrete actor.
 type state interface {
-	quiet() bool // nothing held and nobody waiting: the actor may retire
+	quiet() bool // nothing held, awaited or owed: the actor may retire
 	tidy()       // drop what a quiet period makes unneeded (subscriptions, expired holds)
 	shutdown()   // stop timers and subscriptions; the actor is stopping
 }
@@ -37,12 +41,9 @@ type state interface {
 var (
 	idleTick  = &messages.IdleTick{}
 	renewTick = &messages.RenewTick{}
-	wakeTimer = &messages.Wake{Reason: messages.WakeTimer}
-	wakeOn    = map[redisio.EventKind]*messages.Wake{
-		redisio.Message:      {Reason: messages.WakeMessage},
-		redisio.Subscribed:   {Reason: messages.WakeSubscribed},
-		redisio.Disconnected: {Reason: messages.WakeDisconnected},
-	}
+	tick      = &messages.Tick{}
+	cont      = &messages.Continue{}
+	lockWake  = &messages.Wake{}
 )
 
 // lifecycle handles the messages every actor treats alike. It returns true
@@ -64,10 +65,11 @@ func (b *base) lifecycle(ctx actor.Context, s state) bool {
 		if b.idleTimer != nil {
 			b.idleTimer.Stop()
 		}
+		b.stopTimer()
 		s.shutdown()
 	case *actor.Stopped:
 		b.rt.running.Done()
-	case *messages.Acquire, *messages.Release:
+	case *messages.Acquire, *messages.Release, *messages.Adjust:
 		return b.forward(m)
 	default:
 		return false
@@ -80,6 +82,35 @@ func (b *base) after(d time.Duration, msg any) *time.Timer {
 	pid, root := b.self, b.rt.system.Root
 	return time.AfterFunc(max(d, time.Millisecond), func() { root.Send(pid, msg) })
 }
+
+// wakeAt arms the work timer to post a Tick at t (zero: disarm). An earlier
+// or equal arming is kept.
+func (b *base) wakeAt(t time.Time) {
+	if t.IsZero() {
+		b.stopTimer()
+		return
+	}
+	if !b.timerAt.IsZero() && !t.Before(b.timerAt) && b.timerAt.After(time.Now()) {
+		return
+	}
+	b.timerAt = t
+	d := max(time.Until(t), time.Millisecond)
+	if b.timer == nil {
+		b.timer = b.after(d, tick)
+		return
+	}
+	b.timer.Reset(d)
+}
+
+func (b *base) stopTimer() {
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	b.timerAt = time.Time{}
+}
+
+// tickArrived notes that the work timer fired.
+func (b *base) tickArrived() { b.timerAt = time.Time{} }
 
 // forward re-sends a caller's message that reached this actor after it left
 // the registry, so that a fresh actor serves it.
@@ -98,7 +129,7 @@ func (b *base) forward(m any) bool {
 }
 
 // idleTick runs every IdleAfter. After a quiet period it retires the actor
-// when nothing is held or awaited, and otherwise tidies up.
+// when nothing is held, awaited or owed, and otherwise tidies up.
 func (b *base) idleTick(ctx actor.Context, s state) {
 	if b.retiring {
 		return
@@ -112,6 +143,7 @@ func (b *base) idleTick(ctx actor.Context, s state) {
 	if s.quiet() && b.entry.retire() {
 		b.rt.forget(b.key, b.entry)
 		b.retiring = true
+		b.stopTimer()
 		s.shutdown()
 		ctx.Poison(ctx.Self())
 		return
@@ -119,18 +151,50 @@ func (b *base) idleTick(ctx actor.Context, s state) {
 	b.idleTimer.Reset(b.rt.cfg.IdleAfter)
 }
 
-// subscribe adds a handler for channel that turns every event into a Wake
-// for owner ("" for the lock's own channel). The Subscribed event that
+// signal is what a subscription's handler leaves for its actor between
+// Wakes. Events coalesce: however many arrive while a Wake waits in the
+// mailbox, the actor gets one Wake and reads the sum here.
+type signal struct {
+	queued  atomic.Bool            // a Wake is in the mailbox
+	msgs    atomic.Int64           // messages since the actor last looked
+	resync  atomic.Bool            // (re)subscribed or disconnected since: messages may be lost
+	payload atomic.Pointer[string] // the latest message
+}
+
+// news is what a Wake brings, read once by the actor.
+type news struct {
+	msgs    int64
+	resync  bool
+	payload string
+}
+
+// take reads and resets the signal. A handler event after this posts a new
+// Wake, so nothing that arrives now goes unseen.
+func (s *signal) take() news {
+	s.queued.Store(false)
+	n := news{msgs: s.msgs.Swap(0), resync: s.resync.Swap(false)}
+	if p := s.payload.Load(); p != nil {
+		n.payload = *p
+	}
+	return n
+}
+
+// subscribe adds a handler for channel that records every event in sig and
+// posts wake unless one is already queued. The Subscribed event that
 // confirms it triggers the fresh attempt that covers a message published
 // before the subscription existed.
-func (b *base) subscribe(channel, owner string) uint64 {
+func (b *base) subscribe(channel string, sig *signal, wake *messages.Wake) uint64 {
 	pid, root := b.self, b.rt.system.Root
 	handler := func(ev redisio.Event) {
-		if owner == "" && ev.Kind != redisio.Message {
-			root.Send(pid, wakeOn[ev.Kind])
-			return
+		if ev.Kind == redisio.Message {
+			sig.payload.Store(&ev.Payload)
+			sig.msgs.Add(1)
+		} else {
+			sig.resync.Store(true)
 		}
-		root.Send(pid, &messages.Wake{Reason: wakeOn[ev.Kind].Reason, Owner: owner, Payload: ev.Payload})
+		if sig.queued.CompareAndSwap(false, true) {
+			root.Send(pid, wake)
+		}
 	}
 	id, err := b.rt.ps.Subscribe(b.rt.ctx, channel, handler)
 	if err != nil {
@@ -147,6 +211,7 @@ func (b *base) unsubscribe(channel string, id uint64) {
 
 // recoverPanic keeps a bug in one handler from killing the actor (a restart
 // would lose its waiters): the caller of the message gets an error instead.
+// Answers are once-only, so a message already answered is left alone.
 func (b *base) recoverPanic(ctx actor.Context) {
 	r := recover()
 	if r == nil {
@@ -158,17 +223,17 @@ func (b *base) recoverPanic(ctx actor.Context) {
 	case *messages.Acquire:
 		m.Req.Answer(messages.Result{Err: err})
 	case *messages.Release:
-		answerRelease(m, messages.ReleaseResult{Err: err})
+		m.Answer(messages.ReleaseResult{Err: err})
+	case *messages.Adjust:
+		answerAdjust(m, messages.AdjustResult{Err: err})
 	}
 }
 
-func answerRelease(m *messages.Release, res messages.ReleaseResult) {
+func answerAdjust(m *messages.Adjust, res messages.AdjustResult) {
 	if m.Reply != nil {
-		m.Reply <- res
+		select {
+		case m.Reply <- res:
+		default:
+		}
 	}
-}
-
-// failAll answers every waiter in q with err.
-func failAll(q *waitQueue, err error) {
-	q.drain(func(m *messages.Acquire) { m.Req.Answer(messages.Result{Err: err}) })
 }

@@ -64,11 +64,13 @@ func (p *workerPool) worker(fn func()) {
 	}
 }
 
-// close stops idle workers and waits for busy ones to finish their batch.
-func (p *workerPool) close() {
+// close stops idle workers and waits, until deadline, for busy ones to
+// finish their batch. A worker stuck in a Redis call past the deadline ends
+// when the call returns.
+func (p *workerPool) close(deadline time.Time) {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
 	close(p.stop)
-	p.wg.Wait()
+	waitUntil(&p.wg, deadline)
 }

@@ -12,11 +12,26 @@ import (
 // fairActor serves one fair lock name for one Client. Order is kept in Redis
 // (a queue of owners across all clients), so unlike lockActor every local
 // waiter joins that queue with its own script, listens on its own channel and
-// has its own retry timer; a release wakes only the queue's head.
+// has its own retry time; a release wakes only the queue's head.
+//
+// Its states are lockActor's (idle, held, waiting, settling, retiring), and
+// so is its shape: handlers apply their event; reconcile runs one script at a
+// time, in order — a settlement, owed releases, cancels, direct attempts,
+// then the waiters whose turn may have come — and is the only code that
+// grants or drops waiters. Its invariant: every queued owner has a retry time
+// no later than the script's estimate of its turn (or an attempt in flight),
+// and every owner this actor stops waiting for without a grant is taken out
+// of the Redis queue with fair_cancel, retried until Redis confirms, so no
+// ghost stalls the queue of every client until its deadline.
 type fairActor struct {
 	base
 	holdBook
+	ledger  ledger
 	waiting map[string]*fairWaiter // by owner
+	direct  []*messages.Acquire    // TryLock and owners that already hold
+	owed    owedQueue
+	cancels []*fairCancel
+	phase   phase
 }
 
 // fairWaiter is one owner queued in Redis, with the local calls that wait on
@@ -25,9 +40,19 @@ type fairWaiter struct {
 	owner   string
 	reqs    []*messages.Acquire
 	w       time.Duration // how long Redis keeps it queued without a retry
+	sig     signal
+	wake    *messages.Wake
 	subID   uint64
-	retry   *time.Timer
+	due     time.Time     // next attempt; zero: now
 	backoff time.Duration // grows while the script keeps answering "now"
+}
+
+// fairCancel is a fair_cancel owed to Redis for an owner no longer waited for.
+type fairCancel struct {
+	owner   string
+	w       time.Duration
+	due     time.Time
+	backoff time.Duration
 }
 
 // Retry spacing while the script estimates no wait but the turn has not come
@@ -41,11 +66,12 @@ func newFairActor(rt *Runtime, key Key, e *entry) *fairActor {
 	return &fairActor{
 		base:     base{rt: rt, key: key, entry: e},
 		holdBook: newHoldBook(rt.cfg.Watchdog),
+		ledger:   newLedger(rt, key.Name),
 		waiting:  make(map[string]*fairWaiter),
 	}
 }
 
-// Receive is the actor's message loop.
+// Receive applies one message to the state, then reconciles.
 func (a *fairActor) Receive(ctx actor.Context) {
 	defer a.recoverPanic(ctx)
 	if a.lifecycle(ctx, a) {
@@ -53,119 +79,64 @@ func (a *fairActor) Receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
-		a.acquire(m)
+		a.onAcquire(m)
 	case *messages.Release:
-		a.release(m)
+		a.owe(&a.owed, holdKey{m.Owner, messages.Exclusive}, m)
 	case *messages.Abandon:
-		if w := a.waiting[m.Owner]; w != nil {
-			a.abandoned(w)
+		if w := a.waiting[m.Owner]; w != nil && !pendingAny(w.reqs) {
+			a.forget(w)
 		}
 	case *messages.Wake:
 		if w := a.waiting[m.Owner]; w != nil {
-			a.serve(w)
+			w.sig.take()
+			w.due = time.Time{} // news on its own channel: its turn may have come
 		}
+	case *messages.Tick:
+		a.tickArrived()
+	case *messages.Continue:
 	case *messages.RenewTick:
 		a.renewAll(&a.base, a.renewOne)
 	case *messages.Extend:
 		a.extend(m, a.renewOne)
 	case *messages.Lose:
 		a.lose(m)
+	default:
+		return
 	}
+	a.reconcile()
 }
 
-func (a *fairActor) acquire(m *messages.Acquire) {
+func (a *fairActor) onAcquire(m *messages.Acquire) {
 	if !m.Req.Pending() {
 		return
 	}
-	if w := a.waiting[m.Owner]; w != nil && !m.TryOnly {
-		w.reqs = append(w.reqs, m) // same handle from two goroutines: one queue entry
+	if _, holds := a.holds[holdKey{m.Owner, messages.Exclusive}]; m.TryOnly || holds {
+		a.direct = append(a.direct, m)
 		return
 	}
-	w := &fairWaiter{owner: m.Owner, reqs: []*messages.Acquire{m}, w: a.rt.cfg.FairWait}
+	a.queue(m)
+}
+
+// queue adds m to its owner's waiter, creating it: same handle from two
+// goroutines, one queue entry.
+func (a *fairActor) queue(m *messages.Acquire) {
+	if w := a.waiting[m.Owner]; w != nil {
+		w.reqs = append(w.reqs, m)
+		return
+	}
+	w := &fairWaiter{owner: m.Owner, reqs: []*messages.Acquire{m}, w: a.rt.cfg.FairWait, wake: &messages.Wake{Owner: m.Owner}}
 	if m.Wait > 0 {
 		w.w = m.Wait
 	}
-	ok, wait, err := a.try(w, m)
-	switch {
-	case err != nil:
-		m.Req.Answer(messages.Result{Err: err})
-	case ok:
-	case m.TryOnly:
-		m.Req.Answer(messages.Result{TTL: wait})
-	default:
-		a.waiting[m.Owner] = w
-		w.subID = a.subscribe(redisio.FairChannel(a.key.Name, w.owner), w.owner)
-		a.armRetry(w, wait)
-	}
-}
-
-// serve retries for one queued owner; on a grant every call waiting on it is
-// answered (the later ones as reentrant holds).
-func (a *fairActor) serve(w *fairWaiter) {
-	for len(w.reqs) > 0 {
-		m := w.reqs[0]
-		if !m.Req.Pending() {
-			w.reqs = w.reqs[1:]
-			continue
-		}
-		ok, wait, err := a.try(w, m)
-		switch {
-		case err != nil:
-			for _, r := range w.reqs {
-				r.Req.Answer(messages.Result{Err: err})
-			}
-			w.reqs = nil
-		case ok:
-			w.reqs = w.reqs[1:]
-		default:
-			a.armRetry(w, wait)
-			return
+	a.waiting[m.Owner] = w
+	// A new waiter of this owner takes over its place in Redis: a cancel
+	// still owed for an earlier one must not take it out.
+	for i, c := range a.cancels {
+		if c.owner == m.Owner {
+			a.cancels = append(a.cancels[:i], a.cancels[i+1:]...)
+			break
 		}
 	}
-	a.forgetWaiter(w)
-}
-
-func (a *fairActor) try(w *fairWaiter, m *messages.Acquire) (bool, time.Duration, error) {
-	sent := time.Now()
-	ok, wait, err := a.rt.io.FairLock(a.rt.ctx, a.key.Name, m.Owner, a.leaseOf(m.Lease), w.w, sent, m.TryOnly)
-	if err == nil && ok {
-		h := a.granted(holdKey{m.Owner, messages.Exclusive}, sent, m.Lease, 0)
-		if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost}) {
-			a.release(&messages.Release{Owner: m.Owner})
-		} else if m.Lease == 0 {
-			a.arm(&a.base, a.watchdog/3)
-		}
-	}
-	return ok, wait, err
-}
-
-// armRetry schedules the owner's next attempt at the script's estimate, so a
-// lost message or a crashed waiter ahead never strands it. An estimate of
-// (about) zero means the turn is due any moment: back off instead of polling.
-func (a *fairActor) armRetry(w *fairWaiter, wait time.Duration) {
-	if wait < fairMinBackoff {
-		w.backoff = min(max(2*w.backoff, fairMinBackoff), fairMaxBackoff)
-		wait = w.backoff
-	} else {
-		w.backoff = 0
-	}
-	if w.retry == nil {
-		w.retry = a.after(wait, &messages.Wake{Reason: messages.WakeTimer, Owner: w.owner})
-		return
-	}
-	w.retry.Reset(wait)
-}
-
-// abandoned takes an owner whose every call has given up out of the queue,
-// so the next waiter is not stuck behind it.
-func (a *fairActor) abandoned(w *fairWaiter) {
-	if pendingAny(w.reqs) {
-		return
-	}
-	if _, err := a.rt.io.FairCancel(a.rt.ctx, a.key.Name, w.owner, w.w); err != nil {
-		a.rt.cfg.Logger.Debug("lockactor: fair cancel failed; the deadline will purge it", "lock", a.key.Name, "err", err)
-	}
-	a.forgetWaiter(w)
 }
 
 func pendingAny(reqs []*messages.Acquire) bool {
@@ -177,38 +148,148 @@ func pendingAny(reqs []*messages.Acquire) bool {
 	return false
 }
 
-func (a *fairActor) forgetWaiter(w *fairWaiter) {
-	if w.retry != nil {
-		w.retry.Stop()
+// forget stops waiting for w's owner and owes Redis its fair_cancel.
+func (a *fairActor) forget(w *fairWaiter) {
+	if a.waiting[w.owner] != w {
+		return
 	}
 	a.unsubscribe(redisio.FairChannel(a.key.Name, w.owner), w.subID)
 	delete(a.waiting, w.owner)
+	a.cancels = append(a.cancels, &fairCancel{owner: w.owner, w: w.w, due: time.Now()})
 }
 
-func (a *fairActor) release(m *messages.Release) {
-	k := holdKey{m.Owner, messages.Exclusive}
-	res, err := a.rt.io.FairUnlock(a.rt.ctx, a.key.Name, m.Owner, a.leaseFor(k), time.Now())
-	if err != nil {
-		answerRelease(m, messages.ReleaseResult{Err: err})
-		return
+// reconcile runs what the state calls for, one script at a time, then arms
+// the timer and the waiters' subscriptions.
+func (a *fairActor) reconcile() {
+	for budget := reconcileBudget; a.step(time.Now()); budget-- {
+		if budget == 1 {
+			a.rt.system.Root.Send(a.self, cont)
+			break
+		}
 	}
-	a.released(k, res)
-	answerRelease(m, messages.ReleaseResult{
-		NotHeld: res == redisio.NotHeld,
-		Gone:    res == redisio.Released || res == redisio.Left,
-	})
+	a.settle()
 }
 
-func (a *fairActor) renewOne(k holdKey, lease time.Duration) (bool, error) {
-	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease)
+func (a *fairActor) step(now time.Time) bool {
+	switch {
+	case !a.ledger.settled():
+		if !a.ledger.settleDue(now) {
+			return false
+		}
+		a.ledger.settle()
+	case a.runOwed(now):
+	case a.runCancel(now):
+	case a.runDirect():
+	default:
+		w := a.dueWaiter(now)
+		if w == nil {
+			return false
+		}
+		a.try(w.reqs[0], w)
+	}
+	return true
 }
 
-func (a *fairActor) quiet() bool { return len(a.holds) == 0 && len(a.waiting) == 0 }
-func (a *fairActor) tidy()       { a.holdBook.tidy() }
+func (a *fairActor) runDirect() bool {
+	for len(a.direct) > 0 {
+		m := a.direct[0]
+		a.direct[0] = nil
+		a.direct = a.direct[1:]
+		if m.Req.Pending() {
+			a.try(m, nil)
+			return true
+		}
+	}
+	return false
+}
 
+// dueWaiter is a waiter whose retry time has come, with its withdrawn calls
+// dropped; one with none left is forgotten on the way.
+func (a *fairActor) dueWaiter(now time.Time) *fairWaiter {
+	for _, w := range a.waiting {
+		if now.Before(w.due) {
+			continue
+		}
+		for len(w.reqs) > 0 && !w.reqs[0].Req.Pending() {
+			w.reqs = w.reqs[1:]
+		}
+		if len(w.reqs) == 0 {
+			a.forget(w)
+			continue
+		}
+		return w
+	}
+	return nil
+}
+
+// settle subscribes every waiter to its channel and arms the work timer for
+// the earliest retry, cancel, owed release or settlement.
+func (a *fairActor) settle() {
+	var next time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	earliest(a.ledger.due())
+	earliest(a.owed.due())
+	for _, c := range a.cancels {
+		earliest(c.due)
+	}
+	for _, w := range a.waiting {
+		if w.subID == 0 {
+			w.subID = a.subscribe(redisio.FairChannel(a.key.Name, w.owner), &w.sig, w.wake)
+		}
+		if a.ledger.settled() {
+			earliest(w.due)
+			if w.due.IsZero() {
+				earliest(time.Now())
+			}
+		}
+	}
+	a.wakeAt(next)
+	a.phase = a.currentPhase()
+}
+
+func (a *fairActor) currentPhase() phase {
+	switch {
+	case a.retiring:
+		return retiring
+	case len(a.waiting) > 0 || len(a.direct) > 0:
+		return waiting
+	case len(a.holds) > 0:
+		return held
+	case a.owed.len() > 0 || len(a.cancels) > 0 || !a.ledger.settled():
+		return settling
+	}
+	return idle
+}
+
+func (a *fairActor) quiet() bool { return a.currentPhase() == idle }
+
+func (a *fairActor) tidy() {
+	a.holdBook.tidy()
+	if a.quiet() {
+		a.ledger.forget()
+	}
+}
+
+// shutdown stops timers and takes every owner still waiting here out of the
+// Redis queue, best effort within Close's grace: a Client that closes leaves
+// no ghost behind for other clients to wait out.
 func (a *fairActor) shutdown() {
 	a.holdBook.stop()
 	for _, w := range a.waiting {
-		a.forgetWaiter(w)
+		a.forget(w)
 	}
+	ctx := a.rt.shutdownCtx()
+	for _, c := range a.cancels {
+		if ctx.Err() != nil {
+			break
+		}
+		if _, err := a.rt.io.FairCancel(ctx, a.key.Name, c.owner, c.w); err != nil {
+			a.rt.cfg.Logger.Debug("lockactor: fair cancel at close failed; the deadline will purge it", "lock", a.key.Name, "err", err)
+		}
+	}
+	a.cancels = nil
 }

@@ -46,10 +46,16 @@ const (
 
 // groupActor is the coordinator of one MultiLock or RedLock handle. It sends
 // each round to the member locks' own actors in parallel (they may live in
-// other Clients' runtimes), waits for their answers for at most NodeTimeout,
-// and decides; members that did not answer in time are abandoned, and their
-// actors give a late grant back by themselves. Its states: idle, trying (a
-// pending Acquire between rounds), held (renewing a RedLock).
+// other Clients' runtimes), waits for their answers for at most NodeTimeout
+// (or until Close), and decides; members that did not answer in time are
+// abandoned, and their actors give a late grant back by themselves.
+//
+// Its states: idle, trying (an acquisition between rounds), held, retiring.
+// Its invariant: an acquisition between rounds always has its retry timer
+// armed (round is the only code that answers or re-arms it); a hold ends by
+// Unlock, by a lost majority (RedLock renewal), or at heldUntil when it was
+// taken with a fixed lease — and the coordinator retires only when nothing
+// is pending and no hold is left that has not ended.
 type groupActor struct {
 	base
 	g Group
@@ -58,9 +64,10 @@ type groupActor struct {
 	deadline time.Time         // its wait bound; zero: none
 	retry    *time.Timer
 
-	held  []bool        // members granted in the current hold
-	lease time.Duration // the current RedLock hold's lease; 0 when not renewing
-	renew *time.Timer
+	held      []bool        // members granted in the current hold
+	heldUntil time.Time     // a fixed-lease hold's end; zero: until Unlock
+	lease     time.Duration // the current RedLock hold's lease; 0 when not renewing
+	renew     *time.Timer
 }
 
 func newGroupActor(rt *Runtime, key Key, e *entry, g Group) *groupActor {
@@ -169,7 +176,7 @@ func (a *groupActor) ask(m *messages.Acquire, lease time.Duration) (parts []mess
 	reqs := make([]*messages.Request, n)
 	parts = make([]messages.Result, n)
 	answered := make([]bool, n)
-	cases := make([]reflect.SelectCase, n+1)
+	cases := make([]reflect.SelectCase, n+2)
 	waiting := 0
 	for i, mem := range a.g.Members {
 		reqs[i] = messages.NewRequest()
@@ -184,6 +191,7 @@ func (a *groupActor) ask(m *messages.Acquire, lease time.Duration) (parts []mess
 	timer := time.NewTimer(a.g.NodeTimeout)
 	defer timer.Stop()
 	cases[n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)}
+	cases[n+1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.rt.done)} // Close
 	count := func(i int) {
 		if parts[i].Granted {
 			granted++
@@ -192,7 +200,7 @@ func (a *groupActor) ask(m *messages.Acquire, lease time.Duration) (parts []mess
 	timedOut := false
 	for ; waiting > 0 && granted+waiting >= a.g.Quorum; waiting-- {
 		i, v, _ := reflect.Select(cases)
-		if i == n {
+		if i >= n {
 			timedOut = true
 			break
 		}
@@ -231,6 +239,10 @@ func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start ti
 	for i, p := range parts {
 		a.held[i] = p.Granted
 	}
+	a.heldUntil = time.Time{}
+	if m.Lease > 0 {
+		a.heldUntil = start.Add(m.Lease)
+	}
 	if !a.g.Redlock {
 		return
 	}
@@ -259,7 +271,7 @@ func (a *groupActor) giveBack(parts []messages.Result) {
 		}
 	}
 	for _, reply := range replies {
-		receiveBy(reply, deadline)
+		receiveBy(reply, deadline, a.rt.done)
 	}
 }
 

@@ -38,7 +38,7 @@ func (a *groupActor) renewRound() {
 		}
 	}
 	renewed := 0
-	for i, ok := range collect(replies, a.g.NodeTimeout) {
+	for i, ok := range collect(replies, a.g.NodeTimeout, a.rt.done) {
 		if ok {
 			renewed++
 		} else {
@@ -59,13 +59,14 @@ func (a *groupActor) renewRound() {
 	a.lease, a.held = 0, nil
 }
 
-// collect waits up to d for the replies that are not nil and reports which
-// renewed; a missing or late answer counts as not renewed.
-func collect(replies []chan messages.ExtendResult, d time.Duration) []bool {
+// collect waits up to d (or until done closes) for the replies that are not
+// nil and reports which renewed; a missing or late answer counts as not
+// renewed.
+func collect(replies []chan messages.ExtendResult, d time.Duration, done <-chan struct{}) []bool {
 	ok := make([]bool, len(replies))
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	cases := make([]reflect.SelectCase, len(replies)+1)
+	cases := make([]reflect.SelectCase, len(replies)+2)
 	waiting := 0
 	for i, ch := range replies {
 		if ch != nil {
@@ -74,9 +75,10 @@ func collect(replies []chan messages.ExtendResult, d time.Duration) []bool {
 		}
 	}
 	cases[len(replies)] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)}
+	cases[len(replies)+1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(done)}
 	for ; waiting > 0; waiting-- {
 		i, v, _ := reflect.Select(cases)
-		if i == len(replies) {
+		if i >= len(replies) {
 			break
 		}
 		res := v.Interface().(messages.ExtendResult)
@@ -108,7 +110,7 @@ func (a *groupActor) release(m *messages.Release) {
 	var errs []error
 	deadline := time.Now().Add(a.g.NodeTimeout)
 	for i, ch := range replies {
-		res, ok := receiveBy(ch, deadline)
+		res, ok := receiveBy(ch, deadline, a.rt.done)
 		switch {
 		case !ok:
 			errs = append(errs, memberError(a.g.Members[i], errNoAnswer))
@@ -123,11 +125,11 @@ func (a *groupActor) release(m *messages.Release) {
 		res.NotHeld = len(errs) == 0
 		res.Err = errors.Join(errs...)
 	}
-	answerRelease(m, res)
+	m.Answer(res)
 }
 
-// receiveBy waits for ch until deadline.
-func receiveBy(ch chan messages.ReleaseResult, deadline time.Time) (messages.ReleaseResult, bool) {
+// receiveBy waits for ch until deadline, or until done closes.
+func receiveBy(ch chan messages.ReleaseResult, deadline time.Time, done <-chan struct{}) (messages.ReleaseResult, bool) {
 	select {
 	case res := <-ch:
 		return res, true
@@ -140,11 +142,18 @@ func receiveBy(ch chan messages.ReleaseResult, deadline time.Time) (messages.Rel
 		return res, true
 	case <-t.C:
 		return messages.ReleaseResult{}, false
+	case <-done:
+		return messages.ReleaseResult{}, false
 	}
 }
 
-func (a *groupActor) quiet() bool { return a.pending == nil && a.held == nil }
-func (a *groupActor) tidy()       {}
+// quiet: nothing pending, and no hold left that has not ended (a
+// fixed-lease hold ends with its lease; Unlock after that finds every
+// member not held, through a fresh coordinator).
+func (a *groupActor) quiet() bool {
+	return a.pending == nil && (a.held == nil || (!a.heldUntil.IsZero() && time.Now().After(a.heldUntil)))
+}
+func (a *groupActor) tidy() {}
 
 func (a *groupActor) shutdown() {
 	if a.retry != nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/lockactor/lockactor/messages"
-	"github.com/lockactor/lockactor/redisio"
 )
 
 // holdKey names one owner's holds in one view of a lock.
@@ -96,25 +95,39 @@ func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, toke
 	return h
 }
 
-// released applies an unlock script's result to the record of k. A release
-// that finds nothing held means the hold was lost before it: Lost closes.
-func (hb *holdBook) released(k holdKey, res redisio.UnlockResult) {
-	h := hb.holds[k]
+// giveUp takes one hold of k off the record as its owner releases it: the
+// release counts from now, whatever Redis answers, so a hold is never renewed
+// after its Unlock. It returns the hold (nil if none is recorded) and
+// whether that was its owner's last.
+func (hb *holdBook) giveUp(k holdKey) (h *hold, last bool) {
+	h = hb.holds[k]
 	if h == nil {
+		return nil, false
+	}
+	h.count--
+	if h.count > 0 {
+		return h, false
+	}
+	hb.drop(k, h, false)
+	return h, true
+}
+
+// gone records that Redis holds nothing for k (an unlock found no hold):
+// the hold was lost, and Lost closes.
+func (hb *holdBook) gone(k holdKey, h *hold) {
+	if hb.holds[k] == h {
+		hb.drop(k, h, true)
 		return
 	}
-	switch res {
-	case redisio.NotHeld:
-		hb.drop(k, h, true)
-	case redisio.StillHeld:
-		h.count = max(h.count-1, 1)
-	default:
-		hb.drop(k, h, false)
-	}
+	h.stopDeadline()
+	h.lose()
 }
 
 // drop forgets k's holds, closing Lost when they were lost rather than released.
 func (hb *holdBook) drop(k holdKey, h *hold, lost bool) {
+	if hb.holds[k] != h {
+		return
+	}
 	h.stopDeadline()
 	if lost {
 		h.lose()
@@ -224,8 +237,9 @@ func (hb *holdBook) renewAll(b *base, renew renewFunc) (lostAny bool) {
 type renewFunc func(k holdKey, lease time.Duration) (bool, error)
 
 // extend serves a RedLock coordinator's renewal of one node: it re-applies
-// m.Lease and keeps the record in step (a hold found gone is lost).
-func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
+// m.Lease and keeps the record in step. It reports whether the hold was
+// found gone (and is now lost).
+func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) (lost bool) {
 	k := holdKey{m.Owner, m.Mode}
 	sent := time.Now()
 	ok, err := renew(k, m.Lease)
@@ -235,11 +249,13 @@ func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
 			h.confirm(sent, hb.watchdog)
 		} else {
 			hb.drop(k, h, true)
+			lost = true
 		}
 	}
 	if m.Reply != nil {
 		m.Reply <- messages.ExtendResult{OK: ok, Err: err}
 	}
+	return lost
 }
 
 // lose closes the Lost channel of m's hold and forgets it.
@@ -267,4 +283,22 @@ func (hb *holdBook) tidy() {
 			hb.drop(k, h, false)
 		}
 	}
+}
+
+// stale reports whether a grant whose script was sent at sent came back too
+// late to hand out: after half its lease, when the holder would have too
+// little of it left to work with, or none at all (a reply that waited out a
+// paused server, while the key's TTL kept running).
+func stale(sent time.Time, lease time.Duration) bool {
+	return time.Since(sent) >= lease/2
+}
+
+// renewAfter is when a watchdog hold granted by a script sent at sent is
+// first renewed: on the shared period boundary (see arm), or at once when
+// a slow reply has already used up a third of the lease.
+func renewAfter(sent time.Time, watchdog time.Duration) time.Duration {
+	if time.Since(sent) >= watchdog/3 {
+		return time.Millisecond
+	}
+	return watchdog / 3
 }

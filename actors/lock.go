@@ -6,22 +6,40 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/lockactor/lockactor/messages"
-	"github.com/lockactor/lockactor/redisio"
 )
 
 // lockActor serves one owner-based lock name (Lock, FencedLock or
 // ReadWriteLock) for one Client; its scheme holds what differs between them.
-// Its states follow from its fields: idle (no holds, no waiters: it retires),
-// held (holds, renewed while watchdog holds exist), waiting (queued waiters,
-// subscribed, retry timer armed for the holder's TTL), retiring (left the
-// registry; forwards stragglers and stops).
+//
+// Its states (phase): idle (nothing held, queued or owed: it may retire),
+// held (local owners hold, nobody is queued), waiting (callers are queued),
+// settling (only releases owed to Redis, or a request whose reply was lost,
+// remain), retiring (it left the registry and forwards stragglers until it
+// stops). Across all of them at most one state-changing script is in flight
+// or unsettled (ledger), so a release never overtakes an acquire.
+//
+// Handlers only apply their event to the state; reconcile then decides what
+// runs next, and it is the only code that takes waiters off the queue or
+// grants them. It keeps this invariant, checked at the end of every pass by
+// settle: while a waiter is queued, either a request is in flight or
+// awaiting settlement, or the work timer is armed no later than the end of
+// the holder's lease as last learned (a refusal's TTL, or the lease of a
+// hold granted here); a local hold's release or loss also makes reconcile
+// run.
 type lockActor struct {
 	base
 	holdBook
+	ledger  ledger
 	scheme  scheme
 	waiters waitQueue
-	subID   uint64      // pub/sub handler id; 0 when not subscribed
-	retry   *time.Timer // wakes the waiters when the holder's TTL runs out
+	direct  []*messages.Acquire // attempts that skip the queue: TryLock, owners that already hold
+	owed    owedQueue
+	verdict verdict // what the last attempt or grant says of the holder
+	phase   phase
+
+	sig        signal // the lock channel's pub/sub news
+	subID      uint64 // pub/sub handler id; 0 when not subscribed
+	wokenByMsg bool   // the next attempt answers a release message
 	// handoffs counts releases handed straight to a local waiter in a row;
 	// after handoffRun the next release frees the lock for everyone.
 	handoffs int
@@ -31,19 +49,36 @@ type lockActor struct {
 	echoes int
 }
 
+// phase names an actor's state.
+type phase uint8
+
+// The phases of a lock actor.
+const (
+	idle phase = iota
+	held
+	waiting
+	settling
+	retiring
+)
+
 // handoffRun bounds a run of local hand-offs: then the lock is released and
 // published, and local waiters race the other processes' for it.
 const handoffRun = 64
+
+// reconcileBudget bounds the scripts one pass runs before it lets the
+// mailbox in (a Continue message resumes it).
+const reconcileBudget = 32
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	return &lockActor{
 		base:     base{rt: rt, key: key, entry: e},
 		holdBook: newHoldBook(rt.cfg.Watchdog),
+		ledger:   newLedger(rt, key.Name),
 		scheme:   s,
 	}
 }
 
-// Receive is the actor's message loop: one short handler per message.
+// Receive applies one message to the state, then reconciles.
 func (a *lockActor) Receive(ctx actor.Context) {
 	defer a.recoverPanic(ctx)
 	if a.lifecycle(ctx, a) {
@@ -51,62 +86,47 @@ func (a *lockActor) Receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
-		a.acquire(m)
+		a.onAcquire(m)
 	case *messages.Release:
-		a.release(m)
+		a.owe(holdKey{m.Owner, m.Mode}, m)
 	case *messages.Abandon:
-		a.waiters.front() // drops withdrawn heads
+		a.waiters.remove(m.Req)
 	case *messages.Wake:
-		own := a.echo(m.Reason)
-		if a.scheme.exclusive() && a.held() && (own || m.Reason == messages.WakeSubscribed) {
-			return // our own release's echo, or a (re)subscription while we hold
-		}
-		if a.serve() && m.Reason == messages.WakeMessage && a.scheme.exclusive() {
-			// We won the race a release message started: go to the back of
-			// the channel's subscribers so other processes go first next time.
-			_ = a.rt.ps.Requeue(a.rt.ctx, a.scheme.channel(a.key.Name))
-		}
+		a.onWake(a.sig.take())
+	case *messages.Tick:
+		a.tickArrived()
+	case *messages.Continue:
 	case *messages.RenewTick:
 		if a.renewAll(&a.base, a.renewOne) {
-			a.serve() // a lost hold frees the lock for local waiters
+			a.verdict = verdict{} // a lost hold may have freed the lock
 		}
 	case *messages.Extend:
-		a.extend(m, a.renewOne)
+		if a.extend(m, a.renewOne) {
+			a.verdict = verdict{}
+		}
 	case *messages.Lose:
 		a.lose(m)
+		a.verdict = verdict{}
+	default:
+		return
 	}
+	a.reconcile()
 }
 
-// acquire serves a caller's Acquire: owners that already hold and first-comers
-// try at once, everyone else queues behind the local waiters.
-func (a *lockActor) acquire(m *messages.Acquire) {
+// onAcquire queues a caller; TryLock and owners that already hold (their
+// requests never queue behind waiters that may wait for them) go first.
+func (a *lockActor) onAcquire(m *messages.Acquire) {
 	if !m.Req.Pending() {
 		return
 	}
-	if !m.TryOnly && !a.owns(m.Owner) && !a.waiters.empty() {
-		a.waiters.push(m)
+	if m.TryOnly || a.owns(m.Owner) {
+		a.direct = append(a.direct, m)
 		return
 	}
-	res, err := a.try(m)
-	switch {
-	case err != nil:
-		m.Req.Answer(messages.Result{Err: err})
-	case res.ok:
-	case res.upgrade:
-		m.Req.Answer(messages.Result{Upgrade: true})
-	case m.TryOnly:
-		m.Req.Answer(messages.Result{TTL: res.ttl})
-	default:
-		a.waiters.push(m)
-		if a.subID == 0 {
-			a.subID = a.subscribe(a.scheme.channel(a.key.Name), "")
-		}
-		a.armRetry(res.ttl)
-	}
+	a.waiters.push(m)
 }
 
-// owns reports whether owner holds any view of the lock; its requests never
-// queue behind waiters that may be waiting for it.
+// owns reports whether owner holds any view of the lock.
 func (a *lockActor) owns(owner string) bool {
 	for _, mode := range [...]messages.Mode{messages.Exclusive, messages.Read, messages.Write} {
 		if _, ok := a.holds[holdKey{owner, mode}]; ok {
@@ -116,181 +136,162 @@ func (a *lockActor) owns(owner string) bool {
 	return false
 }
 
-// serve makes one attempt for the head waiter, and after a read grant one
-// for every other waiting reader. At most one attempt per name is in flight
-// (the mailbox runs one message at a time), so an unlock costs one script
-// however many local waiters there are.
-func (a *lockActor) serve() (granted bool) {
-	for head := a.waiters.front(); head != nil; head = a.waiters.front() {
-		res, err := a.try(head)
-		switch {
-		case err != nil:
-			// The attempt made on the queue's behalf failed: every waiter
-			// gets the error rather than sleeping on a Redis that does not
-			// answer.
-			failAll(&a.waiters, err)
-			return false
-		case res.upgrade:
-			head.Req.Answer(messages.Result{Upgrade: true})
-			a.waiters.pop()
-			continue
-		case !res.ok:
-			a.armRetry(res.ttl)
-			return false
-		}
-		a.waiters.pop()
-		if head.Mode == messages.Read {
-			a.serveReaders()
-		}
-		return true
-	}
-	return false
-}
-
-// serveReaders grants the lock to every waiting reader once one reader got
-// it: readers share the lock.
-func (a *lockActor) serveReaders() {
-	stop := false
-	a.waiters.each(func(m *messages.Acquire) {
-		if stop || m.Mode != messages.Read {
-			return
-		}
-		res, err := a.try(m)
-		switch {
-		case err != nil:
-			m.Req.Answer(messages.Result{Err: err})
-			stop = true
-		case !res.ok:
-			stop = true
-		}
-	})
-}
-
-// try runs the acquire script once for m; on a grant it records the hold and
-// answers m.
-func (a *lockActor) try(m *messages.Acquire) (attempt, error) {
-	sent := time.Now()
-	res, err := a.scheme.acquire(a, m, a.leaseOf(m.Lease))
-	if err == nil && res.ok {
-		a.grant(m, sent, res.token)
-	}
-	return res, err
-}
-
-// grant records a hold taken at sent and tells the caller; if the caller has
-// already given up, the hold goes straight back.
-func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
-	h := a.granted(holdKey{m.Owner, m.Mode}, sent, m.Lease, token)
-	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost, Token: h.token}) {
-		a.release(&messages.Release{Owner: m.Owner, Mode: m.Mode})
-		return
-	}
-	if m.Lease == 0 {
-		a.arm(&a.base, a.watchdog/3)
-	}
-}
-
-// release gives back one hold. When local waiters queue, the last hold is
-// handed to the head in the same script (one round trip per acquisition);
-// after handoffRun of those, the lock is released and published and the
-// local waiters wait for the message like every other process's, so remote
-// waiters get their turn.
-func (a *lockActor) release(m *messages.Release) {
-	k := holdKey{m.Owner, m.Mode}
-	sent := time.Now()
-	res, next, err := a.releaseOrHand(m, a.leaseFor(k))
-	if err != nil {
-		answerRelease(m, messages.ReleaseResult{Err: err})
-		return
-	}
-	a.released(k, res)
-	answerRelease(m, messages.ReleaseResult{
-		NotHeld: res == redisio.NotHeld,
-		Gone:    res == redisio.Released || res == redisio.Left || res == redisio.HandedOver,
-	})
-	switch res {
-	case redisio.HandedOver:
-		a.handoffs++
-		a.waiters.pop()
-		a.grant(next, sent, 0)
-	case redisio.Released:
-		if a.subID != 0 {
-			a.echoes++
-		}
-		if a.handoffs >= handoffRun {
-			a.handoffs = 0
-			return // our own release message wakes the local waiters, fairly
-		}
-		a.handoffs = 0
-		a.serve()
-	}
-}
-
-// echo reports whether a wake is the echo of our own release. Any
-// (re)subscription or disconnection may have lost messages: the count starts
-// over.
-func (a *lockActor) echo(reason messages.WakeReason) bool {
-	switch reason {
-	case messages.WakeMessage:
-		if a.echoes > 0 {
-			a.echoes--
-			return true
-		}
-	case messages.WakeSubscribed, messages.WakeDisconnected:
+// onWake applies pub/sub news: a release elsewhere, or a (re)subscription
+// after which messages may have been missed, makes the verdict stale.
+func (a *lockActor) onWake(n news) {
+	ours := !n.resync && n.msgs <= int64(a.echoes)
+	a.echoes = max(0, a.echoes-int(n.msgs))
+	if n.resync {
 		a.echoes = 0
 	}
+	if a.scheme.exclusive() && a.held() && (ours || n.msgs == 0) {
+		return // our own release's echo, or a resubscription while we hold
+	}
+	a.verdict = verdict{}
+	a.wokenByMsg = n.msgs > 0
+}
+
+// reconcile runs what the state calls for, one script at a time, then arms
+// the timers and subscription that keep the waiters' invariant.
+func (a *lockActor) reconcile() {
+	for budget := reconcileBudget; a.step(time.Now()); budget-- {
+		if budget == 1 {
+			a.rt.system.Root.Send(a.self, cont)
+			break
+		}
+	}
+	a.settle()
+}
+
+// step runs the next script due, in order: the settlement of a lost reply,
+// owed releases, direct attempts, then an attempt for the queue. It returns
+// false when nothing is due.
+func (a *lockActor) step(now time.Time) bool {
+	switch {
+	case !a.ledger.settled():
+		if !a.ledger.settleDue(now) {
+			return false
+		}
+		a.ledger.settle()
+	case a.runOwed(now):
+	case a.runDirect():
+	default:
+		m := a.candidate(now)
+		if m == nil {
+			return false
+		}
+		a.try(m, true)
+	}
+	return true
+}
+
+// runDirect makes the oldest pending direct attempt; false if none.
+func (a *lockActor) runDirect() bool {
+	for len(a.direct) > 0 {
+		m := a.direct[0]
+		a.direct[0] = nil
+		a.direct = a.direct[1:]
+		if m.Req.Pending() {
+			a.try(m, false)
+			return true
+		}
+	}
 	return false
 }
 
-// releaseOrHand runs the hand-off script when the head waiter can take the
-// lock over, else the scheme's release.
-func (a *lockActor) releaseOrHand(m *messages.Release, lease time.Duration) (redisio.UnlockResult, *messages.Acquire, error) {
+// candidate is the waiter to make an attempt for: the head unless the
+// verdict says it would be refused; on a read-write lock held for reading,
+// the first queued reader.
+func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 	head := a.waiters.front()
-	if head != nil && a.handoffs < handoffRun && head.Owner != m.Owner &&
-		head.Mode == messages.Exclusive && m.Mode == messages.Exclusive {
-		res, ok, err := a.scheme.handoff(a, m, lease, head, a.leaseOf(head.Lease))
-		if ok {
-			return res, head, err
+	if head == nil || !a.verdict.refuses(head, now) {
+		return head
+	}
+	var reader *messages.Acquire
+	if a.waiters.reads > 0 && !a.verdict.all {
+		a.waiters.each(func(m *messages.Acquire) bool {
+			if m.Mode == messages.Read {
+				reader = m
+			}
+			return reader == nil
+		})
+	}
+	return reader
+}
+
+// settle arms the work timer for the earliest of: the settlement retry, an
+// owed release, and — while waiters are queued — the verdict's end; and
+// subscribes while anyone waits. A queued waiter with no verdict to wait on
+// (cannot happen after a complete pass) gets an immediate retry: the
+// invariant is enforced here, not assumed.
+func (a *lockActor) settle() {
+	var next time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
 		}
 	}
-	res, err := a.scheme.release(a, m, lease)
-	return res, nil, err
-}
-
-func (a *lockActor) renewOne(k holdKey, lease time.Duration) (bool, error) {
-	return a.scheme.renew(a, k, lease)
-}
-
-// armRetry wakes the waiters when the holder's TTL runs out, in case the
-// unlock message is lost. A key without expiry (ttl < 0) is retried after a
-// watchdog period.
-func (a *lockActor) armRetry(ttl time.Duration) {
-	if ttl < 0 {
-		ttl = a.watchdog
+	earliest(a.ledger.due())
+	earliest(a.owed.due())
+	if !a.waiters.empty() {
+		if a.subID == 0 {
+			a.subID = a.subscribe(a.scheme.channel(a.key.Name), &a.sig, lockWake)
+		}
+		if a.ledger.settled() {
+			if a.verdict.until.IsZero() {
+				a.rt.cfg.Logger.Debug("lockactor: waiter without a retry; retrying now", "lock", a.key.Name)
+				earliest(time.Now())
+			}
+			earliest(a.verdict.until)
+		}
 	}
-	if a.retry == nil {
-		a.retry = a.after(ttl, wakeTimer)
-		return
-	}
-	a.retry.Reset(max(ttl, time.Millisecond))
+	a.wakeAt(next)
+	a.phase = a.currentPhase()
 }
 
-func (a *lockActor) quiet() bool { return len(a.holds) == 0 && a.waiters.empty() }
+func (a *lockActor) currentPhase() phase {
+	switch {
+	case a.retiring:
+		return retiring
+	case !a.waiters.empty() || len(a.direct) > 0:
+		return waiting
+	case len(a.holds) > 0:
+		return held
+	case a.owed.len() > 0 || !a.ledger.settled():
+		return settling
+	}
+	return idle
+}
+
+func (a *lockActor) quiet() bool { return a.currentPhase() == idle }
 
 func (a *lockActor) tidy() {
 	a.holdBook.tidy()
 	if a.waiters.empty() {
 		a.unsubscribe(a.scheme.channel(a.key.Name), a.subID)
 		a.subID = 0
+		a.verdict = verdict{} // no longer told of releases
 		a.waiters = waitQueue{}
+	}
+	if a.quiet() {
+		a.ledger.forget()
 	}
 }
 
 func (a *lockActor) shutdown() {
 	a.holdBook.stop()
-	if a.retry != nil {
-		a.retry.Stop()
-	}
 	a.unsubscribe(a.scheme.channel(a.key.Name), a.subID)
 	a.subID = 0
+}
+
+// verdict is what the actor knows of the holder: until when waiters need not
+// try again. A message, a resubscription or a local release clears it.
+type verdict struct {
+	until time.Time // zero: nothing known, try now
+	all   bool      // every other owner is refused; false: only writers (read mode)
+}
+
+// refuses reports whether m would be refused now, by what is known.
+func (v verdict) refuses(m *messages.Acquire, now time.Time) bool {
+	return !v.until.IsZero() && now.Before(v.until) && (v.all || m.Mode != messages.Read)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor/redisio"
@@ -38,10 +39,13 @@ type Key struct {
 
 // Config is what every lock actor of a runtime shares.
 type Config struct {
+	ClientID         string        // the Client's UUID: names its latch keys
 	Watchdog         time.Duration // lease of watchdog-renewed holds; renewal every Watchdog/3
 	IdleAfter        time.Duration // an actor with no holds and no waiters retires after this
 	FairWait         time.Duration // how long a fair-lock waiter stays queued in Redis unless its call gives a wait
 	SemaphoreRecheck time.Duration // how often a semaphore's waiters re-check without a message
+	PubSubHealth     time.Duration // a silent subscription connection is pinged after this, and replaced if no PONG follows within it
+	CloseGrace       time.Duration // how long Close waits for actors and commands still running
 	ShardedPubSub    bool          // SPUBLISH/SSUBSCRIBE (Redis Cluster 7+) instead of PUBLISH/SUBSCRIBE
 	Logger           *slog.Logger
 }
@@ -55,6 +59,12 @@ type Runtime struct {
 	ps     *redisio.PubSub
 	ctx    context.Context // commands sent by actors; cancelled by Close
 	cancel context.CancelFunc
+	seq    atomic.Uint64 // numbers every latched request of the Client
+	done   chan struct{} // closed when Close begins
+
+	// stopCtx carries Close's deadline to the clean-up actors do as they
+	// stop (a fair waiter's last cancel); set before done closes.
+	stopCtx context.Context
 
 	workers *workerPool // runs the mailboxes
 	mu      sync.Mutex  // serialises spawning and Close
@@ -65,6 +75,9 @@ type Runtime struct {
 
 // NewRuntime starts an actor system for the lock actors of one Client.
 func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
+	if cfg.ClientID == "" {
+		cfg.ClientID = uuid.NewString()
+	}
 	if cfg.IdleAfter <= 0 {
 		cfg.IdleAfter = 5 * time.Second
 	}
@@ -73,6 +86,12 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	}
 	if cfg.SemaphoreRecheck <= 0 {
 		cfg.SemaphoreRecheck = time.Second
+	}
+	if cfg.PubSubHealth <= 0 {
+		cfg.PubSubHealth = 5 * time.Second
+	}
+	if cfg.CloseGrace <= 0 {
+		cfg.CloseGrace = time.Second
 	}
 	log := cfg.Logger
 	system := actor.NewActorSystem(
@@ -89,9 +108,11 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 		cfg:     cfg,
 		system:  system,
 		io:      redisio.NewConn(rdb, cfg.ShardedPubSub),
-		ps:      redisio.NewPubSub(rdb, cfg.ShardedPubSub, log),
+		ps:      redisio.NewPubSub(rdb, cfg.ShardedPubSub, cfg.PubSubHealth, log),
 		ctx:     ctx,
 		cancel:  cancel,
+		done:    make(chan struct{}),
+		stopCtx: ctx,
 	}
 }
 
@@ -206,9 +227,12 @@ func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
 // forget removes a retired slot from the registry.
 func (rt *Runtime) forget(key Key, e *entry) { rt.locks.CompareAndDelete(key, e) }
 
-// Close stops every lock actor and waits for it, then drops the pub/sub
-// connection and waits for commands still running on behalf of callers that
-// left. Holds are not released in Redis.
+// Close stops every lock actor and waits for them, drops the pub/sub
+// connections and waits for commands still running on behalf of callers that
+// left. Holds are not released in Redis. It returns within CloseGrace (plus
+// the time to close connections) whatever Redis does: an actor or a command
+// still stuck in the go-redis client then is left to it, and ends as soon as
+// go-redis returns, without touching Redis again.
 func (rt *Runtime) Close() {
 	rt.mu.Lock()
 	if rt.closed {
@@ -216,23 +240,59 @@ func (rt *Runtime) Close() {
 		return
 	}
 	rt.closed = true
+	deadline := time.Now().Add(rt.cfg.CloseGrace)
+	stopCtx, cancelStop := context.WithDeadline(context.Background(), deadline)
+	defer cancelStop()
+	rt.stopCtx = stopCtx
 	rt.mu.Unlock()
+	close(rt.done)
 
-	rt.cancel()
-	var stops []*actor.Future
 	rt.locks.Range(func(k, v any) bool {
-		stops = append(stops, rt.system.Root.StopFuture(v.(*entry).pid))
+		rt.system.Root.Stop(v.(*entry).pid)
 		rt.locks.Delete(k)
 		return true
 	})
-	for _, f := range stops {
-		_ = f.Wait()
+	// Retiring actors are no longer in the registry, but counted here.
+	if !waitUntil(&rt.running, deadline) {
+		rt.cfg.Logger.Warn("lockactor: Close left actors waiting on Redis", "grace", rt.cfg.CloseGrace)
 	}
-	rt.running.Wait() // retiring actors are no longer in the registry
-	rt.workers.close()
+	rt.cancel()
 	rt.ps.Close()
-	rt.io.Wait()
+	rt.io.Close(deadline)
+	rt.workers.close(deadline)
 	rt.system.Shutdown()
+}
+
+// waitUntil waits for wg until deadline; true if it reached zero.
+func waitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// closing reports whether Close has begun.
+func (rt *Runtime) closing() bool {
+	select {
+	case <-rt.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// shutdownCtx is the context for an actor's clean-up as it stops: Close's
+// deadline once Close has begun.
+func (rt *Runtime) shutdownCtx() context.Context {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.stopCtx
 }
 
 // Actors is the number of lock actors currently registered (retiring ones

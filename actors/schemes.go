@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"time"
 
 	"github.com/lockactor/lockactor/messages"
@@ -11,12 +12,15 @@ import (
 // which scripts it runs and on which channel it hears releases.
 type scheme interface {
 	channel(name string) string
-	acquire(a *lockActor, m *messages.Acquire, lease time.Duration) (attempt, error)
-	release(a *lockActor, m *messages.Release, lease time.Duration) (redisio.UnlockResult, error)
+	// acquire sends m's acquire script; read interprets its reply.
+	acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply
+	read(m *messages.Acquire, r redisio.Reply) (attempt, error)
+	release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration) redisio.Reply
 	renew(a *lockActor, k holdKey, lease time.Duration) (bool, error)
-	// handoff releases m's hold and, if it was the last, gives the lock to
-	// next in the same script; ok is false when the scheme cannot.
-	handoff(a *lockActor, m *messages.Release, lease time.Duration, next *messages.Acquire, nextLease time.Duration) (res redisio.UnlockResult, ok bool, err error)
+	// handsOff reports whether a release can give the lock straight to the
+	// next local waiter (handoff.lua); handoff sends that script.
+	handsOff() bool
+	handoff(a *lockActor, op redisio.Op, k holdKey, lease time.Duration, next *messages.Acquire, nextLease time.Duration) redisio.Reply
 	// exclusive: only one owner holds at a time, so a release message that
 	// arrives while a local owner holds is our own and wakes nobody.
 	exclusive() bool
@@ -35,36 +39,42 @@ type reentrant struct{}
 
 func (reentrant) channel(name string) string { return redisio.LockChannel(name) }
 func (reentrant) exclusive() bool            { return true }
+func (reentrant) handsOff() bool             { return true }
 
-func (reentrant) acquire(a *lockActor, m *messages.Acquire, lease time.Duration) (attempt, error) {
-	ok, ttl, err := a.rt.io.Lock(a.rt.ctx, a.key.Name, m.Owner, lease)
+func (reentrant) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
+	return a.rt.io.Lock(a.rt.ctx, op, a.key.Name, m.Owner, lease)
+}
+
+func (reentrant) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {
+	ok, ttl, err := r.Acquire()
 	return attempt{ok: ok, ttl: ttl}, err
 }
 
-func (reentrant) release(a *lockActor, m *messages.Release, lease time.Duration) (redisio.UnlockResult, error) {
-	return a.rt.io.Unlock(a.rt.ctx, a.key.Name, m.Owner, lease)
+func (reentrant) release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration) redisio.Reply {
+	return a.rt.io.Unlock(a.rt.ctx, op, a.key.Name, k.owner, lease)
 }
 
 func (reentrant) renew(a *lockActor, k holdKey, lease time.Duration) (bool, error) {
 	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease)
 }
 
-func (reentrant) handoff(a *lockActor, m *messages.Release, lease time.Duration, next *messages.Acquire, nextLease time.Duration) (redisio.UnlockResult, bool, error) {
-	res, err := a.rt.io.Handoff(a.rt.ctx, a.key.Name, m.Owner, lease, next.Owner, nextLease)
-	return res, true, err
+func (reentrant) handoff(a *lockActor, op redisio.Op, k holdKey, lease time.Duration, next *messages.Acquire, nextLease time.Duration) redisio.Reply {
+	return a.rt.io.Handoff(a.rt.ctx, op, a.key.Name, k.owner, lease, next.Owner, nextLease)
 }
 
-// fenced is a reentrant lock whose grants from zero holds issue a token.
+// fenced is a reentrant lock whose grants from zero holds issue a token. It
+// does not hand off: a fenced grant must issue a token, which the hand-off
+// script does not; fenced locks release and let the next waiter acquire.
 type fenced struct{ reentrant }
 
-// handoff: a fenced grant must issue a token, which the hand-off script does
-// not; fenced locks release and let the next waiter acquire.
-func (fenced) handoff(*lockActor, *messages.Release, time.Duration, *messages.Acquire, time.Duration) (redisio.UnlockResult, bool, error) {
-	return 0, false, nil
+func (fenced) handsOff() bool { return false }
+
+func (fenced) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
+	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, m.Owner, lease)
 }
 
-func (fenced) acquire(a *lockActor, m *messages.Acquire, lease time.Duration) (attempt, error) {
-	ok, ttl, token, err := a.rt.io.FencedLock(a.rt.ctx, a.key.Name, m.Owner, lease)
+func (fenced) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {
+	ok, ttl, token, err := r.Fenced()
 	return attempt{ok: ok, ttl: ttl, token: token}, err
 }
 
@@ -73,26 +83,36 @@ type rw struct{}
 
 func (rw) channel(name string) string { return redisio.RWChannel(name) }
 func (rw) exclusive() bool            { return false }
+func (rw) handsOff() bool             { return false }
 
-func (rw) acquire(a *lockActor, m *messages.Acquire, lease time.Duration) (attempt, error) {
+func (rw) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
 	if m.Mode == messages.Read {
-		ok, ttl, err := a.rt.io.ReadLock(a.rt.ctx, a.key.Name, m.Owner, lease)
+		return a.rt.io.ReadLock(a.rt.ctx, op, a.key.Name, m.Owner, lease)
+	}
+	return a.rt.io.WriteLock(a.rt.ctx, op, a.key.Name, m.Owner, lease)
+}
+
+func (rw) read(m *messages.Acquire, r redisio.Reply) (attempt, error) {
+	if m.Mode == messages.Read {
+		ok, ttl, err := r.Acquire()
 		return attempt{ok: ok, ttl: ttl}, err
 	}
-	ok, upgrade, ttl, err := a.rt.io.WriteLock(a.rt.ctx, a.key.Name, m.Owner, lease)
+	ok, upgrade, ttl, err := r.Write()
 	return attempt{ok: ok, ttl: ttl, upgrade: upgrade}, err
 }
 
-func (rw) release(a *lockActor, m *messages.Release, lease time.Duration) (redisio.UnlockResult, error) {
-	if m.Mode == messages.Read {
-		return a.rt.io.ReadUnlock(a.rt.ctx, a.key.Name, m.Owner)
+func (rw) release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration) redisio.Reply {
+	if k.mode == messages.Read {
+		return a.rt.io.ReadUnlock(a.rt.ctx, op, a.key.Name, k.owner)
 	}
-	return a.rt.io.WriteUnlock(a.rt.ctx, a.key.Name, m.Owner, lease)
+	return a.rt.io.WriteUnlock(a.rt.ctx, op, a.key.Name, k.owner, lease)
 }
 
-func (rw) handoff(*lockActor, *messages.Release, time.Duration, *messages.Acquire, time.Duration) (redisio.UnlockResult, bool, error) {
-	return 0, false, nil
+func (rw) handoff(*lockActor, redisio.Op, holdKey, time.Duration, *messages.Acquire, time.Duration) redisio.Reply {
+	return redisio.Reply{Err: errNoHandoff}
 }
+
+var errNoHandoff = errors.New("read-write locks do not hand off")
 
 func (rw) renew(a *lockActor, k holdKey, lease time.Duration) (bool, error) {
 	return a.rt.io.RWRenew(a.rt.ctx, a.key.Name, k.owner, k.mode == messages.Write, lease)

@@ -11,20 +11,50 @@ import (
 )
 
 // semaphoreActor serves one semaphore name for one Client: a FIFO of local
-// acquirers, woken by the count published on redisson_sc:{name} and by a
-// periodic re-check (a semaphore has no TTL to bound a lost message).
+// acquirers (a large request at the head is not overtaken), woken by the
+// count published on redisson_sc:{name} and by a periodic re-check, since a
+// semaphore has no TTL to bound a lost message.
+//
+// Its states are idle, waiting, settling (permits still owed back to Redis,
+// or a request whose reply was lost) and retiring. Handlers apply their
+// event; reconcile runs one script at a time — a settlement, permits owed
+// back, permit adjustments, direct attempts, then an attempt for the head —
+// and is the only code that grants or drops waiters. Its invariant: while a
+// waiter is queued, a request is in flight or settling, or the work timer is
+// armed within the re-check period; permits given back (a Release, or a
+// grant whose caller had gone) are retried until Redis confirms them.
 type semaphoreActor struct {
 	base
+	ledger  ledger
 	waiters waitQueue
-	subID   uint64
-	recheck *time.Timer
+	direct  []*messages.Acquire // TryAcquire: one attempt, never queued
+	owed    owedQueue           // permits given back
+	adjusts []*messages.Adjust  // AddPermits, TrySetPermits
+	verdict semVerdict
+	phase   phase
+
+	sig   signal
+	subID uint64
 }
+
+// semVerdict: until when a request for at least permits is known to fail.
+type semVerdict struct {
+	until   time.Time
+	permits int
+}
+
+func (v semVerdict) refuses(m *messages.Acquire, now time.Time) bool {
+	return !v.until.IsZero() && now.Before(v.until) && m.Permits >= v.permits
+}
+
+// semaphoreKeep is how long a semaphore request's latch lives.
+const semaphoreKeep = time.Minute
 
 func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
-	return &semaphoreActor{base: base{rt: rt, key: key, entry: e}}
+	return &semaphoreActor{base: base{rt: rt, key: key, entry: e}, ledger: newLedger(rt, key.Name)}
 }
 
-// Receive is the actor's message loop.
+// Receive applies one message to the state, then reconciles.
 func (a *semaphoreActor) Receive(ctx actor.Context) {
 	defer a.recoverPanic(ctx)
 	if a.lifecycle(ctx, a) {
@@ -32,98 +62,238 @@ func (a *semaphoreActor) Receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case *messages.Acquire:
-		a.acquire(m)
+		if !m.Req.Pending() {
+			return
+		}
+		if m.TryOnly {
+			a.direct = append(a.direct, m)
+		} else {
+			a.waiters.push(m)
+		}
+	case *messages.Release:
+		a.owed.push(&owed{n: m.Permits, m: m, due: time.Now()})
+	case *messages.Adjust:
+		a.adjusts = append(a.adjusts, m)
 	case *messages.Abandon:
-		a.waiters.front()
+		a.waiters.remove(m.Req)
 	case *messages.Wake:
-		head := a.waiters.front()
-		if head == nil {
-			return
-		}
-		// A message carries the count now available: too few for the head
-		// means no attempt.
-		if n, err := strconv.Atoi(m.Payload); m.Reason == messages.WakeMessage && err == nil && n < head.Permits {
-			return
-		}
-		a.serve()
+		a.onWake(a.sig.take())
+	case *messages.Tick:
+		a.tickArrived()
+	case *messages.Continue:
+	default:
+		return
+	}
+	a.reconcile()
+}
+
+// onWake applies pub/sub news. A message carries the count available now:
+// requests for more than that stay refused.
+func (a *semaphoreActor) onWake(n news) {
+	count, err := strconv.Atoi(n.payload)
+	if n.resync || err != nil {
+		a.verdict = semVerdict{}
+		return
+	}
+	if n.msgs > 0 {
+		a.verdict = semVerdict{until: time.Now().Add(a.rt.cfg.SemaphoreRecheck), permits: max(count+1, 1)}
 	}
 }
 
-func (a *semaphoreActor) acquire(m *messages.Acquire) {
-	if !m.Req.Pending() {
-		return
+func (a *semaphoreActor) reconcile() {
+	for budget := reconcileBudget; a.step(time.Now()); budget-- {
+		if budget == 1 {
+			a.rt.system.Root.Send(a.self, cont)
+			break
+		}
 	}
-	if !m.TryOnly && !a.waiters.empty() {
-		a.waiters.push(m)
-		return
+	a.settle()
+}
+
+func (a *semaphoreActor) step(now time.Time) bool {
+	switch {
+	case !a.ledger.settled():
+		if !a.ledger.settleDue(now) {
+			return false
+		}
+		a.ledger.settle()
+	case a.runOwed(now):
+	case len(a.adjusts) > 0:
+		m := a.adjusts[0]
+		a.adjusts = a.adjusts[1:]
+		a.adjust(m)
+	case len(a.direct) > 0:
+		m := a.direct[0]
+		a.direct = a.direct[1:]
+		if m.Req.Pending() {
+			a.try(m, false)
+		}
+	default:
+		head := a.waiters.front()
+		if head == nil || a.verdict.refuses(head, now) {
+			return false
+		}
+		a.try(head, true)
 	}
-	ok, err := a.rt.io.SemaphoreAcquire(a.rt.ctx, a.key.Name, m.Permits)
+	return true
+}
+
+// settle subscribes while anyone waits and arms the work timer: for the
+// settlement, owed permits, and the re-check of a refused head.
+func (a *semaphoreActor) settle() {
+	var next time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	earliest(a.ledger.due())
+	earliest(a.owed.due())
+	if !a.waiters.empty() {
+		if a.subID == 0 {
+			a.subID = a.subscribe(redisio.SemaphoreChannel(a.key.Name), &a.sig, lockWake)
+		}
+		if a.ledger.settled() {
+			earliest(a.verdict.until)
+			if a.verdict.until.IsZero() {
+				earliest(time.Now())
+			}
+		}
+	}
+	a.wakeAt(next)
+	a.phase = a.currentPhase()
+}
+
+func (a *semaphoreActor) currentPhase() phase {
+	switch {
+	case a.retiring:
+		return retiring
+	case !a.waiters.empty() || len(a.direct) > 0 || len(a.adjusts) > 0:
+		return waiting
+	case a.owed.len() > 0 || !a.ledger.settled():
+		return settling
+	}
+	return idle
+}
+
+// try sends the acquire script for m (queued: the head of the queue).
+func (a *semaphoreActor) try(m *messages.Acquire, queued bool) {
+	a.ledger.send(&request{
+		keep: semaphoreKeep,
+		run: func(op redisio.Op) redisio.Reply {
+			return a.rt.io.SemaphoreAcquire(a.rt.ctx, op, a.key.Name, m.Permits)
+		},
+		apply: func(r redisio.Reply) { a.attempted(m, queued, r) },
+		fail:  func(err error) { a.attemptFailed(m, queued, err) },
+		notRun: func() {
+			if !queued && m.Req.Pending() {
+				a.direct = append([]*messages.Acquire{m}, a.direct...)
+			}
+		},
+	})
+}
+
+func (a *semaphoreActor) attempted(m *messages.Acquire, queued bool, r redisio.Reply) {
+	n, err := r.Int()
 	switch {
 	case err != nil:
-		m.Req.Answer(messages.Result{Err: err})
-	case ok:
-		a.answerGrant(m)
+		a.attemptFailed(m, queued, err)
+	case n == 1:
+		if queued {
+			a.waiters.remove(m.Req)
+		}
+		if !m.Req.Answer(messages.Result{Granted: true}) {
+			// Taken for a caller that has gone: they go straight back.
+			a.owed.push(&owed{n: m.Permits, due: time.Now()})
+		}
 	case m.TryOnly:
 		m.Req.Answer(messages.Result{})
 	default:
-		a.waiters.push(m)
-		if a.subID == 0 {
-			a.subID = a.subscribe(redisio.SemaphoreChannel(a.key.Name), "")
-		}
-		a.armRecheck()
+		a.verdict = semVerdict{until: time.Now().Add(a.rt.cfg.SemaphoreRecheck), permits: m.Permits}
 	}
 }
 
-// serve grants waiters in order while permits last; one attempt at a time.
-func (a *semaphoreActor) serve() {
-	for head := a.waiters.front(); head != nil; head = a.waiters.front() {
-		ok, err := a.rt.io.SemaphoreAcquire(a.rt.ctx, a.key.Name, head.Permits)
-		switch {
-		case err != nil:
-			failAll(&a.waiters, err)
-			return
-		case !ok:
-			a.armRecheck()
-			return
-		}
-		a.waiters.pop()
-		a.answerGrant(head)
+func (a *semaphoreActor) attemptFailed(m *messages.Acquire, queued bool, err error) {
+	m.Req.Answer(messages.Result{Err: err})
+	if queued {
+		a.waiters.remove(m.Req)
+		a.waiters.drain(func(w *messages.Acquire) { w.Req.Answer(messages.Result{Err: err}) })
 	}
 }
 
-// answerGrant tells the caller; permits taken for a caller that has given up
-// go straight back.
-func (a *semaphoreActor) answerGrant(m *messages.Acquire) {
-	if m.Req.Answer(messages.Result{Granted: true}) {
-		return
+// runOwed gives back the first owed permits that are due; false if none.
+// Permits are retried until Redis confirms them, for as long as the Client
+// lives: unlike a lock, nothing expires them.
+func (a *semaphoreActor) runOwed(now time.Time) bool {
+	o := a.owed.next(now)
+	if o == nil {
+		return false
 	}
-	if _, err := a.rt.io.SemaphoreAdd(a.rt.ctx, a.key.Name, m.Permits); err != nil {
-		a.rt.cfg.Logger.Error("lockactor: could not return permits of a cancelled acquire", "semaphore", a.key.Name, "permits", m.Permits, "err", err)
+	retry := func() {
+		o.later(time.Now(), owedMax)
+		a.owed.push(o)
 	}
+	a.ledger.send(&request{
+		keep: semaphoreKeep,
+		run: func(op redisio.Op) redisio.Reply {
+			return a.rt.io.SemaphoreAdd(a.rt.ctx, op, a.key.Name, o.n)
+		},
+		apply: func(r redisio.Reply) {
+			if _, err := r.Int(); err != nil {
+				o.answer(messages.ReleaseResult{Err: err})
+				retry()
+				return
+			}
+			o.answer(messages.ReleaseResult{})
+			a.verdict = semVerdict{} // more permits: the head may fit now
+		},
+		fail:   func(err error) { o.answer(messages.ReleaseResult{Err: err}) },
+		notRun: retry,
+	})
+	return true
 }
 
-func (a *semaphoreActor) armRecheck() {
-	if a.recheck == nil {
-		a.recheck = a.after(a.rt.cfg.SemaphoreRecheck, wakeTimer)
-		return
-	}
-	a.recheck.Reset(a.rt.cfg.SemaphoreRecheck)
+// adjust runs an AddPermits or TrySetPermits once. Its answer is final when
+// Redis gave one; when the reply was lost it waits for the settlement, and
+// if that fails too the caller is told the outcome is unknown.
+func (a *semaphoreActor) adjust(m *messages.Adjust) {
+	a.ledger.send(&request{
+		keep: semaphoreKeep,
+		run: func(op redisio.Op) redisio.Reply {
+			if m.SetOnly {
+				return a.rt.io.SemaphoreSet(a.rt.ctx, op, a.key.Name, m.N)
+			}
+			return a.rt.io.SemaphoreAdd(a.rt.ctx, op, a.key.Name, m.N)
+		},
+		apply: func(r redisio.Reply) {
+			n, err := r.Int()
+			answerAdjust(m, messages.AdjustResult{Set: m.SetOnly && n == 1, Err: err})
+			if err == nil {
+				a.verdict = semVerdict{}
+			}
+		},
+		fail: func(err error) { answerAdjust(m, messages.AdjustResult{Err: err}) },
+		notRun: func() {
+			answerAdjust(m, messages.AdjustResult{Err: errNotApplied})
+		},
+	})
 }
 
-func (a *semaphoreActor) quiet() bool { return a.waiters.empty() }
+func (a *semaphoreActor) quiet() bool { return a.currentPhase() == idle }
 
 func (a *semaphoreActor) tidy() {
 	if a.waiters.empty() {
 		a.unsubscribe(redisio.SemaphoreChannel(a.key.Name), a.subID)
 		a.subID = 0
+		a.verdict = semVerdict{}
 		a.waiters = waitQueue{}
+	}
+	if a.quiet() {
+		a.ledger.forget()
 	}
 }
 
 func (a *semaphoreActor) shutdown() {
-	if a.recheck != nil {
-		a.recheck.Stop()
-	}
 	a.unsubscribe(redisio.SemaphoreChannel(a.key.Name), a.subID)
 	a.subID = 0
 }

@@ -2,58 +2,97 @@ package actors
 
 import "github.com/lockactor/lockactor/messages"
 
-// waitQueue is the FIFO of local waiters of one lock. Withdrawn (or already
-// answered) requests are not searched for: they are dropped when they reach
-// the head, which keeps every operation O(1) amortised however many waiters
-// give up.
+// waitQueue is the FIFO of local waiters of one lock: a doubly linked list
+// indexed by request, so a waiter that withdraws leaves in O(1) and its
+// memory goes with it, however far from the head it stands.
 type waitQueue struct {
-	items []*messages.Acquire
-	head  int
+	head, tail *waiter
+	at         map[*messages.Request]*waiter
+	reads      int // queued waiters of messages.Read mode
 }
 
-func (q *waitQueue) push(m *messages.Acquire) { q.items = append(q.items, m) }
+type waiter struct {
+	m          *messages.Acquire
+	prev, next *waiter
+}
 
-// front is the oldest waiter still waiting, or nil.
+func (q *waitQueue) push(m *messages.Acquire) {
+	if q.at == nil {
+		q.at = make(map[*messages.Request]*waiter)
+	}
+	w := &waiter{m: m, prev: q.tail}
+	if q.tail == nil {
+		q.head = w
+	} else {
+		q.tail.next = w
+	}
+	q.tail = w
+	q.at[m.Req] = w
+	if m.Mode == messages.Read {
+		q.reads++
+	}
+}
+
+// remove takes req's waiter out of the queue; false if it was not queued.
+func (q *waitQueue) remove(req *messages.Request) bool {
+	w := q.at[req]
+	if w == nil {
+		return false
+	}
+	delete(q.at, req)
+	if w.prev == nil {
+		q.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		q.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	if w.m.Mode == messages.Read {
+		q.reads--
+	}
+	w.prev, w.next, w.m = nil, nil, nil
+	return true
+}
+
+// front is the oldest waiter still waiting, or nil. Requests answered or
+// withdrawn meanwhile are dropped on the way.
 func (q *waitQueue) front() *messages.Acquire {
-	for q.head < len(q.items) {
-		if m := q.items[q.head]; m.Req.Pending() {
+	for q.head != nil {
+		if m := q.head.m; m.Req.Pending() {
 			return m
 		}
-		q.pop()
+		q.remove(q.head.m.Req)
 	}
 	return nil
 }
 
-// pop removes the head.
-func (q *waitQueue) pop() {
-	q.items[q.head] = nil
-	q.head++
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-	} else if q.head > 64 && q.head*2 > len(q.items) {
-		n := copy(q.items, q.items[q.head:])
-		clear(q.items[n:])
-		q.items, q.head = q.items[:n], 0
-	}
-}
-
-// each calls fn for every waiter still waiting, oldest first; answered ones
-// in the middle are left for front to drop.
-func (q *waitQueue) each(fn func(*messages.Acquire)) {
-	for _, m := range q.items[q.head:] {
-		if m.Req.Pending() {
-			fn(m)
+// each calls fn for every waiter still waiting, oldest first, until fn
+// returns false.
+func (q *waitQueue) each(fn func(*messages.Acquire) bool) {
+	for w := q.head; w != nil; {
+		next := w.next
+		if w.m.Req.Pending() && !fn(w.m) {
+			return
 		}
+		w = next
 	}
 }
 
 // empty reports whether nobody is waiting (withdrawn requests do not count).
 func (q *waitQueue) empty() bool { return q.front() == nil }
 
+// len is the number of queued requests, withdrawn ones not yet dropped
+// included.
+func (q *waitQueue) len() int { return len(q.at) }
+
 // drain removes every waiter, calling fn for each one still waiting.
 func (q *waitQueue) drain(fn func(*messages.Acquire)) {
 	for m := q.front(); m != nil; m = q.front() {
-		q.pop()
+		q.remove(m.Req)
 		fn(m)
 	}
+	q.at = nil
 }

@@ -1,6 +1,9 @@
 package messages
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Mode says which view of a lock a hold belongs to.
 type Mode uint8
@@ -24,18 +27,50 @@ type Acquire struct {
 	Req     *Request      // where the answer goes
 }
 
-// Release asks for one hold of Owner in Mode to be given back.
+// Release asks for one hold of Owner in Mode to be given back (on a
+// semaphore: Permits permits). The actor gives it up at once and keeps
+// trying in Redis until Redis confirms; the answer says how the first
+// attempt went.
 type Release struct {
-	Owner string
-	Mode  Mode
-	Reply chan ReleaseResult // nil when nobody waits for the answer
+	Owner   string
+	Mode    Mode
+	Permits int                // semaphore permits given back
+	Reply   chan ReleaseResult // buffered (1); nil when nobody waits for the answer
+
+	answered atomic.Bool
 }
 
 // ReleaseResult answers a Release.
 type ReleaseResult struct {
 	NotHeld bool  // Owner held nothing (or no longer)
 	Gone    bool  // that was Owner's last hold in this view
-	Err     error // a Redis error; nothing is known to have changed
+	Err     error // a Redis error; the actor retries in the background
+}
+
+// Answer delivers res once; later answers are dropped, and answering never
+// blocks.
+func (m *Release) Answer(res ReleaseResult) {
+	if m.Reply == nil || !m.answered.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case m.Reply <- res:
+	default:
+	}
+}
+
+// Adjust changes a semaphore's permits: by N, or to N if SetOnly and they
+// were never set.
+type Adjust struct {
+	N       int
+	SetOnly bool
+	Reply   chan AdjustResult // buffered (1)
+}
+
+// AdjustResult answers an Adjust.
+type AdjustResult struct {
+	Set bool  // SetOnly: the permits were set
+	Err error // the change was not made, or its outcome is unknown
 }
 
 // Abandon tells the actor that a queued request of Owner was withdrawn.
@@ -44,24 +79,21 @@ type Abandon struct {
 	Req   *Request
 }
 
-// WakeReason says why waiters should try again.
-type WakeReason int
-
-// The reasons a lock actor retries for its waiters.
-const (
-	WakeMessage      WakeReason = iota // a message on the lock's channel
-	WakeSubscribed                     // (re)subscribed: messages may have been missed
-	WakeDisconnected                   // the subscription connection broke
-	WakeTimer                          // the holder's TTL (or a re-check period) has run out
-	WakeReleased                       // a local owner released or lost its last hold
-)
-
-// Wake asks the actor to make an attempt for its waiters.
+// Wake tells an actor that pub/sub has news for it: messages or a
+// (re)subscription on the lock's channel, or on the own channel of fair-lock
+// waiter Owner. Bursts coalesce: the actor reads what happened from the
+// subscription's signal.
 type Wake struct {
-	Reason  WakeReason
-	Owner   string // a fair-lock waiter's own channel or timer; "" for the lock's
-	Payload string // the message, for WakeMessage
+	Owner string // a fair-lock waiter's channel; "" for the lock's
 }
+
+// Tick is an actor's own timer firing: a retry, a re-check or a backoff is
+// due.
+type Tick struct{}
+
+// Continue asks an actor to go on with work it paused so that other
+// messages could run.
+type Continue struct{}
 
 // Extend re-applies Lease to Owner's hold if it still exists: a RedLock
 // coordinator's renewal of one node.
@@ -100,8 +132,11 @@ type IdleTick struct{}
 
 func (*Acquire) IgnoreDeadLetterLogging()   {} // see above
 func (*Release) IgnoreDeadLetterLogging()   {} // see above
+func (*Adjust) IgnoreDeadLetterLogging()    {} // see above
 func (*Abandon) IgnoreDeadLetterLogging()   {} // see above
 func (*Wake) IgnoreDeadLetterLogging()      {} // see above
+func (*Tick) IgnoreDeadLetterLogging()      {} // see above
+func (*Continue) IgnoreDeadLetterLogging()  {} // see above
 func (*RenewTick) IgnoreDeadLetterLogging() {} // see above
 func (*IdleTick) IgnoreDeadLetterLogging()  {} // see above
 func (*Extend) IgnoreDeadLetterLogging()    {} // see above

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,6 +20,8 @@ type batcher struct {
 	mu       sync.Mutex
 	pending  []*batchCall
 	flushing bool
+	closed   bool           // post drops calls
+	posted   sync.WaitGroup // flushers started by post
 }
 
 // batchCall is one script call waiting for its pipeline.
@@ -45,6 +48,36 @@ func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, 
 		b.flush(ctx)
 	}
 	return <-call.done
+}
+
+// post queues a call whose reply nobody waits for: it goes out with the
+// next pipeline, sent by a flusher started here if none runs. After close,
+// posted calls are dropped.
+func (b *batcher) post(script *redis.Script, keys []string, args ...any) {
+	call := &batchCall{script: script, keys: keys, args: args, done: make(chan *redis.Cmd, 1)}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.pending = append(b.pending, call)
+	if !b.flushing {
+		b.flushing = true
+		b.posted.Add(1)
+		go func() {
+			defer b.posted.Done()
+			b.flush(context.Background())
+		}()
+	}
+}
+
+// close drops posted calls from now on and waits, until deadline, for the
+// flushers post started.
+func (b *batcher) close(deadline time.Time) bool {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return waitUntil(&b.posted, deadline)
 }
 
 // flush sends pipelines until nothing is pending.

@@ -16,10 +16,16 @@ type Conn struct {
 	publish string   // "publish", or "spublish" on a sharded cluster
 	batch   *batcher // renewals, pipelined across actors
 
-	// calls counts guarded commands still running after their caller left;
-	// Close waits for them so no goroutine outlives the Client.
-	calls sync.WaitGroup
+	// calls counts guarded commands still running after their caller left.
+	// mu orders its Add against Close: no guarded goroutine starts once
+	// Close has begun waiting.
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup
 }
+
+// ErrClosed is returned by Guard once Close has begun.
+var ErrClosed = errors.New("connection closed")
 
 // NewConn wraps rdb. It does not take ownership: closing rdb is the caller's.
 // sharded makes the scripts publish with SPUBLISH (Redis Cluster 7+, matching
@@ -32,29 +38,59 @@ func NewConn(rdb redis.UniversalClient, sharded bool) *Conn {
 	return c
 }
 
-// Wait blocks until every guarded command that outlived its caller has ended.
-func (c *Conn) Wait() { c.calls.Wait() }
+// Close refuses new guarded calls and waits until every guarded command that
+// outlived its caller has ended, or until deadline. It reports whether all
+// ended; the ones that did not are stuck in the go-redis client, which the
+// caller owns.
+func (c *Conn) Close(deadline time.Time) bool {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	batched := c.batch.close(deadline)
+	return waitUntil(&c.calls, deadline) && batched
+}
+
+// waitUntil waits for wg until deadline; true if it reached zero.
+func waitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // Guard runs fn on c and returns when fn does or when ctx ends, whichever
 // comes first. go-redis ignores ctx deadlines on socket reads unless the user
 // enabled ContextTimeoutEnabled, so a hung server would otherwise hold the
 // caller for the client's whole read timeout. A command abandoned this way
-// still finishes in the background (its result is dropped); c.Wait waits for
-// it.
+// still finishes in the background (its result is dropped); Close waits for
+// it, within its deadline.
 func Guard[T any](ctx context.Context, c *Conn, fn func(context.Context) (T, error)) (T, error) {
-	if ctx.Done() == nil {
-		return fn(ctx)
-	}
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return zero, ErrClosed
+	}
+	if ctx.Done() == nil {
+		c.mu.Unlock()
+		return fn(ctx)
+	}
+	c.calls.Add(1)
+	c.mu.Unlock()
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
-	c.calls.Add(1)
 	go func() {
 		defer c.calls.Done()
 		v, err := fn(context.WithoutCancel(ctx))
@@ -75,31 +111,6 @@ func ms(d time.Duration) string {
 		n = 1
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// intReply reads a script's integer reply; a nil reply is (0, true).
-func intReply(cmd *redis.Cmd) (n int64, isNil bool, err error) {
-	n, err = cmd.Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, true, nil
-	}
-	return n, false, err
-}
-
-// unlockResult maps the nil/0/1 reply of every unlock script.
-func unlockResult(cmd *redis.Cmd) (UnlockResult, error) {
-	n, isNil, err := intReply(cmd)
-	switch {
-	case err != nil || isNil:
-		return NotHeld, err
-	case n == 1:
-		return Released, nil
-	case n == 2:
-		return Left, nil
-	case n == 3:
-		return HandedOver, nil
-	}
-	return StillHeld, nil
 }
 
 // UnlockResult is what one release did.

@@ -14,26 +14,26 @@ func (c *Conn) fairKeys(name string) []string {
 	return []string{name, FairQueue(name), FairTimeouts(name)}
 }
 
-// FairLock runs fair_lock.lua: granted, or queued with an estimated wait. w is
-// how long a queued waiter may go without retrying before it is purged; a
-// tryOnly attempt never joins the queue.
-func (c *Conn) FairLock(ctx context.Context, name, owner string, lease, w time.Duration, now time.Time, tryOnly bool) (granted bool, wait time.Duration, err error) {
+// FairLock runs fair_lock.lua: granted, or queued with an estimated wait
+// (read with Reply.Acquire). w is how long a queued waiter may go without
+// retrying before it is purged; a tryOnly attempt never joins the queue.
+func (c *Conn) FairLock(ctx context.Context, op Op, name, owner string, lease, w time.Duration, now time.Time, tryOnly bool) Reply {
 	once := "0"
 	if tryOnly {
 		once = "1"
 	}
-	cmd := scripts.FairLock.Run(ctx, c.rdb, c.fairKeys(name), ms(lease), owner, ms(w), now.UnixMilli(), once)
-	n, granted, err := intReply(cmd)
-	return granted, time.Duration(n) * time.Millisecond, err
+	return c.runLatched(ctx, scripts.Latched.FairLock, op, c.fairKeys(name), ms(lease), owner, ms(w), now.UnixMilli(), once)
 }
 
-// FairUnlock runs fair_unlock.lua for one hold of owner.
-func (c *Conn) FairUnlock(ctx context.Context, name, owner string, lease time.Duration, now time.Time) (UnlockResult, error) {
+// FairUnlock runs fair_unlock.lua for one hold of owner (read with
+// Reply.Unlock).
+func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration, now time.Time) Reply {
 	keys := append(c.fairKeys(name), LockChannel(name))
-	return unlockResult(scripts.FairUnlock.Run(ctx, c.rdb, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), c.publish))
+	return c.runLatched(ctx, scripts.Latched.FairUnlock, op, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), c.publish)
 }
 
-// FairCancel takes owner out of the queue (fair_cancel.lua); true if it was queued.
+// FairCancel takes owner out of the queue (fair_cancel.lua); true if it was
+// queued. Running it twice changes nothing, so it needs no latch.
 func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration) (bool, error) {
 	keys := append(c.fairKeys(name), LockChannel(name))
 	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, c.publish).Int64()

@@ -3,7 +3,6 @@ package redisio
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,45 +10,37 @@ import (
 	"github.com/lockactor/lockactor/scripts"
 )
 
-// The reentrant lock (RedissonLock) and the fenced lock built on it.
+// The reentrant lock (RedissonLock) and the fenced lock built on it. The
+// calls that change the lock take an Op and return the raw Reply; Reply's
+// methods read it (see latch.go).
 
 // Lock runs lock.lua: granted, or the holder's remaining time to live
-// (negative when the key exists without an expiry).
-func (c *Conn) Lock(ctx context.Context, name, owner string, lease time.Duration) (granted bool, ttl time.Duration, err error) {
-	n, granted, err := intReply(scripts.Lock.Run(ctx, c.rdb, []string{name}, ms(lease), owner))
-	return granted, time.Duration(n) * time.Millisecond, err
+// (negative when the key exists without an expiry). Read with Reply.Acquire.
+func (c *Conn) Lock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
+	return c.runLatched(ctx, scripts.Latched.Lock, op, []string{name}, ms(lease), owner)
 }
 
 // FencedLock runs fenced_lock.lua: granted with the hold's fencing token, or
-// the holder's remaining time to live.
-func (c *Conn) FencedLock(ctx context.Context, name, owner string, lease time.Duration) (granted bool, ttl time.Duration, token uint64, err error) {
-	keys := []string{name, TokenKey(name)}
-	vals, err := scripts.FencedLock.Run(ctx, c.rdb, keys, ms(lease), owner).Int64Slice()
-	if err != nil {
-		return false, 0, 0, err
-	}
-	if len(vals) != 2 {
-		return false, 0, 0, fmt.Errorf("fenced_lock.lua: unexpected reply %v", vals)
-	}
-	if vals[0] == 1 {
-		return true, 0, uint64(vals[1]), nil
-	}
-	return false, time.Duration(vals[1]) * time.Millisecond, 0, nil
+// the holder's remaining time to live. Read with Reply.Fenced.
+func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
+	return c.runLatched(ctx, scripts.Latched.FencedLock, op, []string{name, TokenKey(name)}, ms(lease), owner)
 }
 
-// Unlock runs unlock.lua for one hold of owner.
-func (c *Conn) Unlock(ctx context.Context, name, owner string, lease time.Duration) (UnlockResult, error) {
+// Unlock runs unlock.lua for one hold of owner. Read with Reply.Unlock.
+func (c *Conn) Unlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
 	keys := []string{name, LockChannel(name)}
-	return unlockResult(scripts.Unlock.Run(ctx, c.rdb, keys, UnlockMessage, ms(lease), owner, c.publish))
+	return c.runLatched(ctx, scripts.Latched.Unlock, op, keys, UnlockMessage, ms(lease), owner, c.publish)
 }
 
 // Handoff releases one hold of owner and, if it was the last, gives the lock
-// to next with lease in the same script (handoff.lua).
-func (c *Conn) Handoff(ctx context.Context, name, owner string, lease time.Duration, next string, nextLease time.Duration) (UnlockResult, error) {
-	return unlockResult(scripts.Handoff.Run(ctx, c.rdb, []string{name}, ms(lease), owner, next, ms(nextLease)))
+// to next with nextLease in the same script (handoff.lua). Read with
+// Reply.Unlock.
+func (c *Conn) Handoff(ctx context.Context, op Op, name, owner string, lease time.Duration, next string, nextLease time.Duration) Reply {
+	return c.runLatched(ctx, scripts.Latched.Handoff, op, []string{name}, ms(lease), owner, next, ms(nextLease))
 }
 
-// Renew re-applies lease while owner still holds the lock; false when it does not.
+// Renew re-applies lease while owner still holds the lock; false when it does
+// not. Renewals from every actor go out together (batcher).
 func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration) (bool, error) {
 	n, err := c.batch.run(ctx, scripts.Renew, []string{name}, ms(lease), owner).Int64()
 	return n == 1, err

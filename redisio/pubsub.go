@@ -21,8 +21,8 @@ const (
 	// Subscribed: Redis confirmed the subscription (also after a reconnect).
 	// Messages published before it may have been missed.
 	Subscribed
-	// Disconnected: the subscription connection broke; messages may be lost
-	// until the next Subscribed.
+	// Disconnected: the subscription connection broke or stopped answering;
+	// messages may be lost until the next Subscribed.
 	Disconnected
 )
 
@@ -37,60 +37,74 @@ type Event struct {
 // goroutine and must not block (lock actors only post a message).
 type Handler func(Event)
 
-// healthEvery is how long a receive loop reads before it pings the server to
-// find a dead connection; retryEvery spaces reconnect attempts.
-const (
-	healthEvery = 15 * time.Second
-	retryEvery  = 100 * time.Millisecond
-)
+// retryEvery spaces the replacements of a connection that keeps failing.
+const retryEvery = 100 * time.Millisecond
 
 // PubSub multiplexes the channels of one Client over as few subscription
 // connections as the deployment allows: one for a single server or Sentinel
 // group (SUBSCRIBE), one per Cluster master in sharded mode (SSUBSCRIBE goes
-// to the master that owns the channel's slot). Channels are subscribed when
-// their first handler arrives and unsubscribed when the last leaves.
+// to the master that owns the channel's slot).
+//
+// It keeps the set of wanted channels itself and treats each go-redis
+// PubSub as disposable: any error on a connection, and a PING left
+// unanswered for a health period (a half-open connection), replaces it with
+// a new one subscribed to every wanted channel of its shard. So no path
+// leaves a handler registered on a channel that is not subscribed, or about
+// to be again.
 type PubSub struct {
 	rdb     redis.UniversalClient
 	sharded bool
+	health  time.Duration // silence before a PING; as long again for its PONG
 	log     *slog.Logger
 
 	mu        sync.Mutex
-	shards    map[string]*redis.PubSub // by master address; "" when not sharded
-	on        map[string]*redis.PubSub // channel -> the connection it is subscribed on
+	shards    map[string]*shard // by master address; "" when not sharded
 	handlers  map[string]map[uint64]Handler
+	shardOf   map[string]*shard // channel -> its shard
 	confirmed map[string]bool
 	nextID    uint64
 	closed    bool
 
-	stop  chan struct{}
+	stop  chan struct{} // closed by Close: a loop waiting to reconnect ends
 	loops sync.WaitGroup
 }
 
+// shard is one subscription connection and the loop that reads it.
+type shard struct {
+	addr string
+	ps   *redis.PubSub // replaced by the loop after a failure
+}
+
 // NewPubSub prepares a multiplexer on rdb; no connection opens until the first
-// Subscribe. sharded selects SSUBSCRIBE (Redis Cluster 7+).
-func NewPubSub(rdb redis.UniversalClient, sharded bool, log *slog.Logger) *PubSub {
+// Subscribe. sharded selects SSUBSCRIBE (Redis Cluster 7+). A connection
+// silent for health is pinged, and replaced when no PONG follows within
+// health.
+func NewPubSub(rdb redis.UniversalClient, sharded bool, health time.Duration, log *slog.Logger) *PubSub {
 	return &PubSub{
 		rdb:       rdb,
 		sharded:   sharded,
+		health:    health,
 		log:       log,
-		shards:    make(map[string]*redis.PubSub),
-		on:        make(map[string]*redis.PubSub),
+		shards:    make(map[string]*shard),
 		handlers:  make(map[string]map[uint64]Handler),
+		shardOf:   make(map[string]*shard),
 		confirmed: make(map[string]bool),
 		stop:      make(chan struct{}),
 	}
 }
 
-// ErrClosed is returned by Subscribe after Close.
-var ErrClosed = errors.New("pubsub closed")
+// ErrPubSubClosed is returned by Subscribe after Close.
+var ErrPubSubClosed = errors.New("pubsub closed")
 
 // Subscribe adds h to channel and returns the id that Unsubscribe takes. If
-// the channel is already confirmed, h receives Subscribed at once.
+// the channel is already confirmed, h receives Subscribed at once. An error
+// means the channel could not be placed on a connection yet (no cluster
+// topology); h stays registered, and the caller's timers must cover it.
 func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return 0, ErrClosed
+		return 0, ErrPubSubClosed
 	}
 	p.nextID++
 	id := p.nextID
@@ -106,69 +120,100 @@ func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint
 		}
 		return id, nil
 	}
-	// go-redis remembers the channel even when this write fails and
-	// resubscribes it on the next connection, so an error is not final.
 	return id, p.join(ctx, channel)
 }
 
-// join subscribes channel on the connection of its shard, opening it if needed.
+// join subscribes channel on the connection of its shard, opening it if
+// needed. The caller holds p.mu.
 func (p *PubSub) join(ctx context.Context, channel string) error {
-	if !p.sharded {
-		ps := p.shards[""]
-		if ps == nil {
-			ps = p.rdb.Subscribe(ctx)
-			p.open("", ps)
-		}
-		p.on[channel] = ps
-		return ps.Subscribe(ctx, channel)
-	}
 	addr := ""
-	if cc, ok := p.rdb.(*redis.ClusterClient); ok {
+	if cc, ok := p.rdb.(*redis.ClusterClient); ok && p.sharded {
 		master, err := cc.MasterForKey(ctx, channel)
 		if err != nil {
 			return err
 		}
 		addr = master.Options().Addr
 	}
-	if ps := p.shards[addr]; ps != nil {
-		p.on[channel] = ps
-		return ps.SSubscribe(ctx, channel)
+	s := p.shards[addr]
+	if s == nil {
+		s = &shard{addr: addr}
+		p.shards[addr] = s
+		p.shardOf[channel] = s
+		s.ps = p.open(ctx, s)
+		p.loops.Add(1)
+		go p.loop(s)
+		return nil
 	}
-	ps := p.rdb.SSubscribe(ctx, channel) // connects to the slot's master
-	p.open(addr, ps)
-	p.on[channel] = ps
-	return nil
+	p.shardOf[channel] = s
+	return p.command(ctx, s, true, channel)
 }
 
-// open registers a new connection and starts its receive loop.
-func (p *PubSub) open(addr string, ps *redis.PubSub) {
-	p.shards[addr] = ps
-	p.loops.Add(1)
-	go p.loop(ps)
+// open starts a go-redis PubSub for every wanted channel of s. go-redis
+// connects on first use and replays the subscriptions itself; a failure
+// shows up in the loop, which replaces the connection.
+func (p *PubSub) open(ctx context.Context, s *shard) *redis.PubSub {
+	var chans []string
+	for ch, at := range p.shardOf {
+		if at == s {
+			chans = append(chans, ch)
+		}
+	}
+	if !p.sharded {
+		return p.rdb.Subscribe(ctx, chans...)
+	}
+	if len(chans) == 0 {
+		return p.rdb.SSubscribe(ctx)
+	}
+	// One SSUBSCRIBE per channel: channels of one master may lie in
+	// different slots, and Redis refuses a multi-slot SSUBSCRIBE.
+	ps := p.rdb.SSubscribe(ctx, chans[0])
+	for _, ch := range chans[1:] {
+		_ = ps.SSubscribe(ctx, ch)
+	}
+	return ps
+}
+
+// command subscribes (on) or unsubscribes channel on s's connection. A failed
+// write may leave go-redis's own record of the channels out of step with
+// ours, so the connection is dropped: the loop opens a new one from our
+// record. The caller holds p.mu.
+func (p *PubSub) command(ctx context.Context, s *shard, on bool, channel string) error {
+	var err error
+	switch {
+	case on && p.sharded:
+		err = s.ps.SSubscribe(ctx, channel)
+	case on:
+		err = s.ps.Subscribe(ctx, channel)
+	case p.sharded:
+		err = s.ps.SUnsubscribe(ctx, channel)
+	default:
+		err = s.ps.Unsubscribe(ctx, channel)
+	}
+	if err != nil {
+		p.log.Debug("lockactor: pub/sub command failed; reconnecting", "channel", channel, "err", err)
+		_ = s.ps.Close()
+	}
+	return err
 }
 
 // Requeue moves this connection to the back of channel's subscriber list
 // (UNSUBSCRIBE and SUBSCRIBE back to back on the one connection). Redis 7.0
 // delivers a message to a channel's subscribers in subscription order, so
 // the process that subscribed first would win every race a release message
-// starts; a winner that requeues lets the others go first next time.
+// starts; a winner that requeues lets the others go first next time. If
+// either step fails the connection is replaced, which subscribes the channel
+// again.
 func (p *PubSub) Requeue(ctx context.Context, channel string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ps := p.on[channel]
-	if ps == nil || p.closed {
+	s := p.shardOf[channel]
+	if s == nil || p.closed {
 		return nil
 	}
-	if p.sharded {
-		if err := ps.SUnsubscribe(ctx, channel); err != nil {
-			return err
-		}
-		return ps.SSubscribe(ctx, channel)
-	}
-	if err := ps.Unsubscribe(ctx, channel); err != nil {
+	if err := p.command(ctx, s, false, channel); err != nil {
 		return err
 	}
-	return ps.Subscribe(ctx, channel)
+	return p.command(ctx, s, true, channel)
 }
 
 // Unsubscribe removes the handler id from channel, and the channel from its
@@ -183,15 +228,12 @@ func (p *PubSub) Unsubscribe(ctx context.Context, channel string, id uint64) err
 	}
 	delete(p.handlers, channel)
 	delete(p.confirmed, channel)
-	ps := p.on[channel]
-	delete(p.on, channel)
-	switch {
-	case ps == nil:
+	s := p.shardOf[channel]
+	delete(p.shardOf, channel)
+	if s == nil {
 		return nil
-	case p.sharded:
-		return ps.SUnsubscribe(ctx, channel)
 	}
-	return ps.Unsubscribe(ctx, channel)
+	return p.command(ctx, s, false, channel)
 }
 
 // Close drops every connection and waits for the receive loops to end.
@@ -203,52 +245,93 @@ func (p *PubSub) Close() {
 	}
 	p.closed = true
 	close(p.stop)
-	for _, ps := range p.shards {
-		_ = ps.Close()
+	for _, s := range p.shards {
+		_ = s.ps.Close()
 	}
 	p.mu.Unlock()
 	p.loops.Wait()
 }
 
-// loop reads one subscription connection until Close and routes each event.
-func (p *PubSub) loop(ps *redis.PubSub) {
+// loop reads s's connection until Close, routing each event, pinging a
+// silent connection and replacing a broken or unanswering one.
+func (p *PubSub) loop(s *shard) {
 	defer p.loops.Done()
 	ctx := context.Background()
-	healthy := true
+	pinged := false // a PING is out and nothing has come back since
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, healthEvery)
-		select {
-		case <-p.stop:
+		p.mu.Lock()
+		ps, closed := s.ps, p.closed
+		p.mu.Unlock()
+		if closed {
 			return
-		default:
 		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				_ = ps.Ping(ctx) // a dead connection fails here and reconnects
+		msg, err := ps.ReceiveTimeout(ctx, p.health)
+		var ne net.Error
+		switch {
+		case err == nil:
+			pinged = false
+			p.route(msg)
+			continue
+		case errors.As(err, &ne) && ne.Timeout() && !pinged:
+			// Silence: ask. A half-open connection accepts the PING and
+			// never answers, which the next timeout reveals.
+			if err = ps.Ping(ctx); err == nil {
+				pinged = true
 				continue
 			}
-			if healthy {
-				healthy = false
-				p.log.Debug("lockactor: pub/sub connection lost", "err", err)
-				p.broadcast(ps)
-			}
-			select {
-			case <-p.stop:
-				return
-			case <-time.After(retryEvery):
-			}
+		case errors.As(err, &ne) && ne.Timeout():
+			err = errors.New("no PONG within the health period")
+		}
+		pinged = false
+		if !p.replace(s, ps, err) {
+			return
+		}
+	}
+}
+
+// replace tells every channel of s that its connection broke, waits a
+// little, and opens a new connection for them. false once Close has begun.
+func (p *PubSub) replace(s *shard, old *redis.PubSub, why error) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	p.log.Debug("lockactor: pub/sub connection lost; reconnecting", "addr", s.addr, "err", why)
+	_ = old.Close()
+	for ch, at := range p.shardOf {
+		if at != s {
 			continue
 		}
-		healthy = true
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
-				p.deliver(Event{Kind: Subscribed, Channel: m.Channel}, true)
-			}
-		case *redis.Message:
-			p.deliver(Event{Kind: Message, Channel: m.Channel, Payload: m.Payload}, false)
+		delete(p.confirmed, ch)
+		for _, h := range p.handlers[ch] {
+			h(Event{Kind: Disconnected, Channel: ch})
 		}
+	}
+	p.mu.Unlock()
+	select {
+	case <-p.stop:
+		return false
+	case <-time.After(retryEvery):
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	s.ps = p.open(context.Background(), s)
+	return true
+}
+
+// route hands one received message to the handlers of its channel.
+func (p *PubSub) route(msg any) {
+	switch m := msg.(type) {
+	case *redis.Subscription:
+		if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+			p.deliver(Event{Kind: Subscribed, Channel: m.Channel}, true)
+		}
+	case *redis.Message:
+		p.deliver(Event{Kind: Message, Channel: m.Channel, Payload: m.Payload}, false)
 	}
 }
 
@@ -262,20 +345,5 @@ func (p *PubSub) deliver(ev Event, confirm bool) {
 	}
 	for _, h := range hs {
 		h(ev)
-	}
-}
-
-// broadcast tells the handlers of every channel on ps that it broke.
-func (p *PubSub) broadcast(ps *redis.PubSub) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for ch, hs := range p.handlers {
-		if p.on[ch] != ps {
-			continue
-		}
-		delete(p.confirmed, ch)
-		for _, h := range hs {
-			h(Event{Kind: Disconnected, Channel: ch})
-		}
 	}
 }

@@ -16,36 +16,33 @@ import (
 // WriteField is the hash field of an owner's write holds.
 func WriteField(owner string) string { return owner + ":write" }
 
-// ReadLock runs read_lock.lua: granted, or the holder's remaining TTL.
-func (c *Conn) ReadLock(ctx context.Context, name, owner string, lease time.Duration) (granted bool, ttl time.Duration, err error) {
+// ReadLock runs read_lock.lua: granted, or the holder's remaining TTL (read
+// with Reply.Acquire).
+func (c *Conn) ReadLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
 	keys := []string{name, RWHoldPrefix(name, owner)}
-	n, granted, err := intReply(scripts.ReadLock.Run(ctx, c.rdb, keys, ms(lease), owner, WriteField(owner)))
-	return granted, time.Duration(n) * time.Millisecond, err
+	return c.runLatched(ctx, scripts.Latched.ReadLock, op, keys, ms(lease), owner, WriteField(owner))
 }
 
 // upgradeReply is write_lock.lua's answer to an owner holding only reads.
 const upgradeReply = -3
 
-// WriteLock runs write_lock.lua. upgrade is true when owner holds read holds
-// and no write hold: waiting would wait for itself.
-func (c *Conn) WriteLock(ctx context.Context, name, owner string, lease time.Duration) (granted, upgrade bool, ttl time.Duration, err error) {
-	n, granted, err := intReply(scripts.WriteLock.Run(ctx, c.rdb, []string{name}, ms(lease), WriteField(owner), owner))
-	if n == upgradeReply {
-		return false, true, 0, err
-	}
-	return granted, false, time.Duration(n) * time.Millisecond, err
+// WriteLock runs write_lock.lua (read with Reply.Write).
+func (c *Conn) WriteLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
+	return c.runLatched(ctx, scripts.Latched.WriteLock, op, []string{name}, ms(lease), WriteField(owner), owner)
 }
 
-// ReadUnlock runs read_unlock.lua for one read hold of owner.
-func (c *Conn) ReadUnlock(ctx context.Context, name, owner string) (UnlockResult, error) {
+// ReadUnlock runs read_unlock.lua for one read hold of owner (read with
+// Reply.Unlock).
+func (c *Conn) ReadUnlock(ctx context.Context, op Op, name, owner string) Reply {
 	keys := []string{name, RWChannel(name), RWHoldPrefix(name, owner), suffixBase(name)}
-	return unlockResult(scripts.ReadUnlock.Run(ctx, c.rdb, keys, ReadUnlockMessage, owner, c.publish))
+	return c.runLatched(ctx, scripts.Latched.ReadUnlock, op, keys, ReadUnlockMessage, owner, c.publish)
 }
 
-// WriteUnlock runs write_unlock.lua for one write hold of owner.
-func (c *Conn) WriteUnlock(ctx context.Context, name, owner string, lease time.Duration) (UnlockResult, error) {
+// WriteUnlock runs write_unlock.lua for one write hold of owner (read with
+// Reply.Unlock).
+func (c *Conn) WriteUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
 	keys := []string{name, RWChannel(name)}
-	return unlockResult(scripts.WriteUnlock.Run(ctx, c.rdb, keys, WriteUnlockMessage, ms(lease), WriteField(owner), c.publish))
+	return c.runLatched(ctx, scripts.Latched.WriteUnlock, op, keys, WriteUnlockMessage, ms(lease), WriteField(owner), c.publish)
 }
 
 // RWRenew renews owner's read holds (write false) or write holds (write true).

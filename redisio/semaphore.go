@@ -12,24 +12,24 @@ import (
 
 // The semaphore (RedissonSemaphore): a decimal count of available permits.
 
-// SemaphoreAcquire takes n permits if that many are available.
-func (c *Conn) SemaphoreAcquire(ctx context.Context, name string, n int) (bool, error) {
-	v, err := scripts.SemaphoreAcquire.Run(ctx, c.rdb, []string{name}, n).Int64()
-	return v == 1, err
+// SemaphoreAcquire takes n permits if that many are available: 1 taken, 0 not
+// (read with Reply.Int).
+func (c *Conn) SemaphoreAcquire(ctx context.Context, op Op, name string, n int) Reply {
+	return c.runLatched(ctx, scripts.Latched.SemaphoreAcquire, op, []string{name}, n)
 }
 
-// SemaphoreAdd adds n permits (n < 0 removes) and publishes the new count.
-func (c *Conn) SemaphoreAdd(ctx context.Context, name string, n int) (int, error) {
+// SemaphoreAdd adds n permits (n < 0 removes) and publishes the new count,
+// which it returns (read with Reply.Int).
+func (c *Conn) SemaphoreAdd(ctx context.Context, op Op, name string, n int) Reply {
 	keys := []string{name, SemaphoreChannel(name)}
-	v, err := scripts.SemaphoreRelease.Run(ctx, c.rdb, keys, n, c.publish).Int64()
-	return int(v), err
+	return c.runLatched(ctx, scripts.Latched.SemaphoreRelease, op, keys, n, c.publish)
 }
 
-// SemaphoreSet sets the count to n unless it is set; true if it was set.
-func (c *Conn) SemaphoreSet(ctx context.Context, name string, n int) (bool, error) {
+// SemaphoreSet sets the count to n unless it is set: 1 set, 0 it existed
+// (read with Reply.Int).
+func (c *Conn) SemaphoreSet(ctx context.Context, op Op, name string, n int) Reply {
 	keys := []string{name, SemaphoreChannel(name)}
-	v, err := scripts.SemaphoreSet.Run(ctx, c.rdb, keys, n, c.publish).Int64()
-	return v == 1, err
+	return c.runLatched(ctx, scripts.Latched.SemaphoreSet, op, keys, n, c.publish)
 }
 
 // SemaphoreGet is the count available (0 when unset).

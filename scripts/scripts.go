@@ -2,6 +2,7 @@ package scripts
 
 import (
 	_ "embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -49,6 +50,12 @@ var (
 	semaphoreReleaseSrc string
 	//go:embed semaphore_set.lua
 	semaphoreSetSrc string
+	//go:embed latch.lua
+	latchSrc string
+	//go:embed latch_resolve.lua
+	latchResolveSrc string
+	//go:embed latch_forget.lua
+	latchForgetSrc string
 )
 
 // Reentrant lock (RedissonLock); FencedLock and FairLock share Unlock and Renew.
@@ -87,3 +94,44 @@ var (
 	SemaphoreRelease = redis.NewScript(semaphoreReleaseSrc) // semaphore_release.lua
 	SemaphoreSet     = redis.NewScript(semaphoreSetSrc)     // semaphore_set.lua
 )
+
+// Latched holds the state-changing scripts above wrapped by latch.lua, which
+// makes each safe to send twice: they take the body's KEYS and ARGV followed
+// by the latch key (KEYS) and the request's sequence number and the latch's
+// lifetime in ms (ARGV). Renewals and force unlocks need no latch: running
+// them twice changes nothing.
+var Latched = struct {
+	Lock, FencedLock, Unlock, Handoff                *redis.Script
+	FairLock, FairUnlock                             *redis.Script
+	ReadLock, ReadUnlock, WriteLock, WriteUnlock     *redis.Script
+	SemaphoreAcquire, SemaphoreRelease, SemaphoreSet *redis.Script
+}{
+	Lock:             latched(lockSrc),
+	FencedLock:       latched(fencedLockSrc),
+	Unlock:           latched(unlockSrc),
+	Handoff:          latched(handoffSrc),
+	FairLock:         latched(fairLockSrc),
+	FairUnlock:       latched(fairUnlockSrc),
+	ReadLock:         latched(readLockSrc),
+	ReadUnlock:       latched(readUnlockSrc),
+	WriteLock:        latched(writeLockSrc),
+	WriteUnlock:      latched(writeUnlockSrc),
+	SemaphoreAcquire: latched(semaphoreAcquireSrc),
+	SemaphoreRelease: latched(semaphoreReleaseSrc),
+	SemaphoreSet:     latched(semaphoreSetSrc),
+}
+
+// The latch's own scripts.
+var (
+	Resolve     = redis.NewScript(latchResolveSrc) // did a request run? latch_resolve.lua
+	ForgetLatch = redis.NewScript(latchForgetSrc)  // drop a settled latch; latch_forget.lua
+)
+
+// latched inserts body into latch.lua.
+func latched(body string) *redis.Script {
+	const marker = "--[[body]]"
+	if !strings.Contains(latchSrc, marker) {
+		panic("scripts: latch.lua lost its body marker")
+	}
+	return redis.NewScript(strings.Replace(latchSrc, marker, body, 1))
+}

@@ -1,0 +1,174 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/lockactor/lockactor/messages"
+	"github.com/lockactor/lockactor/redisio"
+)
+
+// The scripts a fairActor runs and what their replies do to its state.
+
+// try sends fair_lock.lua for m, on behalf of queued waiter w (nil for a
+// direct attempt).
+func (a *fairActor) try(m *messages.Acquire, w *fairWaiter) {
+	sent := time.Now()
+	lease := a.leaseOf(m.Lease)
+	qw := a.rt.cfg.FairWait
+	if w != nil {
+		qw = w.w
+	}
+	a.ledger.send(&request{
+		keep: latchKeep(lease),
+		run: func(op redisio.Op) redisio.Reply {
+			return a.rt.io.FairLock(a.rt.ctx, op, a.key.Name, m.Owner, lease, qw, sent, m.TryOnly)
+		},
+		apply: func(r redisio.Reply) { a.attempted(m, w, sent, r) },
+		fail:  func(err error) { a.attemptFailed(m, w, err) },
+		notRun: func() {
+			if w == nil && m.Req.Pending() {
+				a.direct = append([]*messages.Acquire{m}, a.direct...)
+			}
+		},
+	})
+}
+
+// attempted applies fair_lock.lua's reply.
+func (a *fairActor) attempted(m *messages.Acquire, w *fairWaiter, sent time.Time, r redisio.Reply) {
+	ok, wait, err := r.Acquire()
+	switch {
+	case err != nil:
+		a.attemptFailed(m, w, err)
+	case ok && stale(sent, a.leaseOf(m.Lease)):
+		// Too late to trust (see lockActor.attempted): give it back; the
+		// owner is out of the Redis queue now, so it queues again.
+		k := holdKey{m.Owner, messages.Exclusive}
+		a.granted(k, sent, m.Lease, 0)
+		a.owe(&a.owed, k, nil)
+		if m.TryOnly {
+			m.Req.Answer(messages.Result{})
+		} else if w == nil {
+			a.queue(m)
+		} else if a.waiting[w.owner] == w {
+			w.due = time.Time{}
+		}
+	case ok:
+		a.grant(m, sent)
+		if w != nil && a.waiting[w.owner] == w {
+			// The script took the owner out of the queue. Calls sharing
+			// the handle now hold reentrantly.
+			a.unsubscribe(redisio.FairChannel(a.key.Name, w.owner), w.subID)
+			delete(a.waiting, w.owner)
+			for _, r := range w.reqs {
+				if r != m && r.Req.Pending() {
+					a.direct = append(a.direct, r)
+				}
+			}
+		}
+	case m.TryOnly:
+		m.Req.Answer(messages.Result{TTL: wait})
+	case w == nil:
+		a.queue(m) // an owner whose hold is gone waits like everyone else
+	case a.waiting[w.owner] == w:
+		w.retryIn(wait)
+	default:
+		// w was forgotten while its reply was unsettled; its cancel is owed.
+	}
+}
+
+// retryIn schedules the owner's next attempt at the script's estimate, so a
+// lost message or a crashed waiter ahead never strands it. An estimate of
+// (about) zero means the turn is due any moment: back off instead of polling.
+func (w *fairWaiter) retryIn(wait time.Duration) {
+	if wait < fairMinBackoff {
+		w.backoff = min(max(2*w.backoff, fairMinBackoff), fairMaxBackoff)
+		wait = w.backoff
+	} else {
+		w.backoff = 0
+	}
+	w.due = time.Now().Add(wait)
+}
+
+// attemptFailed answers the calls the attempt was for with err; a queued
+// owner is then forgotten, and cancelled in Redis.
+func (a *fairActor) attemptFailed(m *messages.Acquire, w *fairWaiter, err error) {
+	m.Req.Answer(messages.Result{Err: err})
+	if w == nil {
+		return
+	}
+	for _, r := range w.reqs {
+		r.Req.Answer(messages.Result{Err: err})
+	}
+	a.forget(w)
+}
+
+// grant records a hold and tells the caller; a hold nobody took goes back.
+func (a *fairActor) grant(m *messages.Acquire, sent time.Time) {
+	k := holdKey{m.Owner, messages.Exclusive}
+	h := a.granted(k, sent, m.Lease, 0)
+	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost}) {
+		a.owe(&a.owed, k, nil)
+		return
+	}
+	if m.Lease == 0 {
+		a.arm(&a.base, renewAfter(sent, a.watchdog))
+	}
+}
+
+// runOwed sends the first owed release that is due; false if none.
+func (a *fairActor) runOwed(now time.Time) bool {
+	o := a.owed.next(now)
+	if o == nil {
+		return false
+	}
+	a.ledger.send(&request{
+		keep: latchKeep(o.lease),
+		run: func(op redisio.Op) redisio.Reply {
+			return a.rt.io.FairUnlock(a.rt.ctx, op, a.key.Name, o.k.owner, o.lease, time.Now())
+		},
+		apply:  func(r redisio.Reply) { a.released(o, r) },
+		fail:   func(err error) { o.answer(messages.ReleaseResult{Err: err}) },
+		notRun: func() { a.retryOwed(&a.owed, o) },
+	})
+	return true
+}
+
+func (a *fairActor) released(o *owed, r redisio.Reply) {
+	res, err := r.Unlock()
+	if err != nil {
+		o.answer(messages.ReleaseResult{Err: err})
+		a.retryOwed(&a.owed, o)
+		return
+	}
+	o.answer(messages.ReleaseResult{
+		NotHeld: res == redisio.NotHeld,
+		Gone:    res == redisio.Released || res == redisio.Left,
+	})
+	if res == redisio.NotHeld && o.h != nil {
+		a.gone(o.k, o.h)
+	}
+}
+
+// runCancel sends the first fair_cancel that is due; false if none. Running
+// it twice changes nothing, so it needs no latch; a failure is retried with
+// backoff while the Client lives.
+func (a *fairActor) runCancel(now time.Time) bool {
+	for i, c := range a.cancels {
+		if now.Before(c.due) {
+			continue
+		}
+		a.cancels = append(a.cancels[:i], a.cancels[i+1:]...)
+		if _, err := a.rt.io.FairCancel(a.rt.ctx, a.key.Name, c.owner, c.w); err != nil {
+			a.rt.cfg.Logger.Debug("lockactor: fair cancel failed; retrying", "lock", a.key.Name, "err", err)
+			c.backoff = min(max(2*c.backoff, owedMin), owedMax)
+			c.due = time.Now().Add(c.backoff)
+			a.cancels = append(a.cancels, c)
+		}
+		return true
+	}
+	return false
+}
+
+func (a *fairActor) renewOne(k holdKey, lease time.Duration) (bool, error) {
+	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease)
+}

@@ -1,0 +1,199 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/lockactor/lockactor/messages"
+	"github.com/lockactor/lockactor/redisio"
+)
+
+// The scripts a lockActor runs and what their replies do to its state. Each
+// runs from reconcile, one at a time, through the ledger.
+
+// try sends m's acquire script; queued says m waits in the queue (else it is
+// a direct attempt).
+func (a *lockActor) try(m *messages.Acquire, queued bool) {
+	sent := time.Now()
+	lease := a.leaseOf(m.Lease)
+	byMsg := a.wokenByMsg
+	a.wokenByMsg = false
+	a.ledger.send(&request{
+		keep:  latchKeep(lease),
+		run:   func(op redisio.Op) redisio.Reply { return a.scheme.acquire(a, op, m, lease) },
+		apply: func(r redisio.Reply) { a.attempted(m, queued, byMsg, sent, r) },
+		fail:  func(err error) { a.attemptFailed(m, queued, err) },
+		notRun: func() {
+			if !queued && m.Req.Pending() {
+				a.direct = append([]*messages.Acquire{m}, a.direct...)
+			}
+		},
+	})
+}
+
+// attempted applies an acquire script's reply.
+func (a *lockActor) attempted(m *messages.Acquire, queued, byMsg bool, sent time.Time, r redisio.Reply) {
+	res, err := a.scheme.read(m, r)
+	switch {
+	case err != nil:
+		a.attemptFailed(m, queued, err)
+	case res.ok && stale(sent, a.leaseOf(m.Lease)):
+		// The reply came back so late that the hold may be gone already:
+		// give it back and try again rather than hand out a lease that
+		// cannot be trusted.
+		k := holdKey{m.Owner, m.Mode}
+		a.granted(k, sent, m.Lease, res.token)
+		a.owe(k, nil)
+		a.verdict = verdict{}
+		if m.TryOnly {
+			m.Req.Answer(messages.Result{})
+		} else if !queued {
+			a.waiters.push(m)
+		}
+	case res.ok:
+		if queued {
+			a.waiters.remove(m.Req)
+		}
+		a.grant(m, sent, res.token)
+		if byMsg && a.scheme.exclusive() {
+			// We won the race a release message started: go to the back of
+			// the channel's subscribers so other processes go first next time.
+			_ = a.rt.ps.Requeue(a.rt.ctx, a.scheme.channel(a.key.Name))
+		}
+	case res.upgrade:
+		m.Req.Answer(messages.Result{Upgrade: true})
+		if queued {
+			a.waiters.remove(m.Req)
+		}
+	default:
+		a.refused(m, res.ttl)
+		if m.TryOnly {
+			m.Req.Answer(messages.Result{TTL: res.ttl})
+		} else if !queued {
+			// An owner whose hold is gone waits like everyone else.
+			a.waiters.push(m)
+		}
+	}
+}
+
+// attemptFailed answers m with err. An attempt made for the queue failed on
+// the queue's behalf: every waiter gets the error rather than sleeping on a
+// Redis that does not answer.
+func (a *lockActor) attemptFailed(m *messages.Acquire, queued bool, err error) {
+	m.Req.Answer(messages.Result{Err: err})
+	if queued {
+		a.waiters.remove(m.Req)
+		a.waiters.drain(func(w *messages.Acquire) { w.Req.Answer(messages.Result{Err: err}) })
+	}
+}
+
+// refused records what a refusal says: the holder keeps the lock for ttl.
+func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
+	if ttl < 0 {
+		ttl = a.watchdog // a key without expiry: look again after a lease
+	}
+	a.verdict = verdict{until: time.Now().Add(ttl), all: a.scheme.exclusive() || m.Mode == messages.Read}
+}
+
+// grant records a hold taken at sent and tells the caller; if the caller has
+// already gone (or was told of an error), the hold goes straight back.
+func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
+	k := holdKey{m.Owner, m.Mode}
+	h := a.granted(k, sent, m.Lease, token)
+	// Until this hold ends, other waiters would be refused (readers still
+	// share a read hold).
+	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
+	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost, Token: h.token}) {
+		a.owe(k, nil)
+		return
+	}
+	if m.Lease == 0 {
+		a.arm(&a.base, renewAfter(sent, a.watchdog))
+	}
+}
+
+// owe gives up one hold of k and queues its release (see holdBook.owe).
+func (a *lockActor) owe(k holdKey, m *messages.Release) { a.holdBook.owe(&a.owed, k, m) }
+
+// runOwed sends the first owed release that is due; false if none.
+func (a *lockActor) runOwed(now time.Time) bool {
+	o := a.owed.next(now)
+	if o == nil {
+		return false
+	}
+	sent := time.Now()
+	head := a.handoffTarget(o)
+	run := func(op redisio.Op) redisio.Reply { return a.scheme.release(a, op, o.k, o.lease) }
+	keep := latchKeep(o.lease)
+	if head != nil {
+		nextLease := a.leaseOf(head.Lease)
+		run = func(op redisio.Op) redisio.Reply {
+			return a.scheme.handoff(a, op, o.k, o.lease, head, nextLease)
+		}
+		keep = latchKeep(max(o.lease, nextLease))
+	}
+	a.ledger.send(&request{
+		keep:   keep,
+		run:    run,
+		apply:  func(r redisio.Reply) { a.released(o, head, sent, r) },
+		fail:   func(err error) { o.answer(messages.ReleaseResult{Err: err}) },
+		notRun: func() { a.retryOwed(o) },
+	})
+	return true
+}
+
+// handoffTarget is the waiter o's release may hand the lock to in the same
+// script, or nil: only an owner's last exclusive hold, to another owner's
+// exclusive request, within a run of handoffRun.
+func (a *lockActor) handoffTarget(o *owed) *messages.Acquire {
+	if !a.scheme.handsOff() || !o.last || o.k.mode != messages.Exclusive || a.handoffs >= handoffRun {
+		return nil
+	}
+	head := a.waiters.front()
+	if head == nil || head.Owner == o.k.owner || head.Mode != messages.Exclusive {
+		return nil
+	}
+	return head
+}
+
+// released applies a release script's reply.
+func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r redisio.Reply) {
+	res, err := r.Unlock()
+	if err != nil {
+		o.answer(messages.ReleaseResult{Err: err})
+		a.retryOwed(o)
+		return
+	}
+	o.answer(messages.ReleaseResult{
+		NotHeld: res == redisio.NotHeld,
+		Gone:    res == redisio.Released || res == redisio.Left || res == redisio.HandedOver,
+	})
+	switch res {
+	case redisio.NotHeld:
+		if o.h != nil { // the hold had been lost before the release
+			a.gone(o.k, o.h)
+		}
+		a.verdict = verdict{}
+	case redisio.HandedOver:
+		a.handoffs++
+		a.waiters.remove(head.Req)
+		a.grant(head, sent, 0)
+	case redisio.Released, redisio.Left:
+		if res == redisio.Released && a.subID != 0 {
+			a.echoes++
+		}
+		if a.handoffs >= handoffRun {
+			// The end of a run of hand-offs: our own release message wakes
+			// the local waiters, fairly, with everyone else's.
+			a.handoffs = 0
+			return
+		}
+		a.handoffs = 0
+		a.verdict = verdict{}
+	}
+}
+
+func (a *lockActor) retryOwed(o *owed) { a.holdBook.retryOwed(&a.owed, o) }
+
+func (a *lockActor) renewOne(k holdKey, lease time.Duration) (bool, error) {
+	return a.scheme.renew(a, k, lease)
+}

@@ -1,0 +1,183 @@
+package redisio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/scripts"
+)
+
+// Every script that changes a lock runs latched (scripts/latch.lua): its
+// reply is recorded under a latch key with the request's sequence number, so
+// a copy that go-redis sends again after a broken connection replays the
+// reply instead of changing the lock twice. When a reply is lost, Resolve
+// learns whether the request ran and, if it had not, makes sure it never
+// will.
+
+// LatchKey is the latch of one Client's requests on one lock name; it shares
+// the lock's Cluster slot.
+func LatchKey(name, clientID string) string {
+	return Prefixed("lockactor_latch", name) + ":" + clientID
+}
+
+// Op identifies one latched request.
+type Op struct {
+	Latch string        // LatchKey of the lock and Client
+	Seq   uint64        // increases with every request of the Client
+	Keep  time.Duration // how long the latch must outlive the request
+}
+
+// Reply is one script's reply as go-redis returned it, or as a latch
+// recorded it. A nil reply has Err redis.Nil, as go-redis reports it.
+type Reply struct {
+	Val any
+	Err error
+}
+
+// Failed reports whether the request failed (a nil reply is an answer).
+func (r Reply) Failed() bool { return r.Err != nil && !errors.Is(r.Err, redis.Nil) }
+
+// Unknown reports whether a failed request may nevertheless have run: the
+// connection broke or timed out after the command was written, possibly on
+// an earlier attempt of go-redis's own retries. Only an error reply from
+// the server proves that it did not.
+func Unknown(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	var re redis.Error
+	return !errors.As(err, &re)
+}
+
+// runLatched runs a latched script: the body's keys and args, then the latch.
+func (c *Conn) runLatched(ctx context.Context, s *redis.Script, op Op, keys []string, args ...any) Reply {
+	keys = append(keys, op.Latch)
+	args = append(args, strconv.FormatUint(op.Seq, 10), ms(op.Keep))
+	v, err := s.Run(ctx, c.rdb, keys, args...).Result()
+	return Reply{Val: v, Err: err}
+}
+
+// Resolve settles a request whose reply was lost: ran reports whether it ran,
+// and then r is its recorded reply. A request that had not run is cancelled
+// in the same step, so it never will.
+func (c *Conn) Resolve(ctx context.Context, op Op) (ran bool, r Reply, err error) {
+	vals, err := scripts.Resolve.Run(ctx, c.rdb, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), ms(op.Keep)).Slice()
+	if err != nil {
+		return false, Reply{}, err
+	}
+	if len(vals) == 2 {
+		if code, ok := vals[1].(string); ok && vals[0] == int64(1) {
+			return true, decodeReply(code), nil
+		}
+	}
+	if len(vals) == 1 && vals[0] == int64(0) {
+		return false, Reply{}, nil
+	}
+	return false, Reply{}, fmt.Errorf("latch_resolve.lua: unexpected reply %v", vals)
+}
+
+// ForgetLatch deletes the latch, in the background, once seq, the Client's
+// last request on the name, is settled. Deletions from many retiring actors
+// go out together as pipelines; a deletion that fails leaves the latch to
+// expire.
+func (c *Conn) ForgetLatch(latch string, seq uint64) {
+	c.batch.post(scripts.ForgetLatch, []string{latch}, strconv.FormatUint(seq, 10))
+}
+
+// decodeReply turns a latch's record (n, i<int>, a<int>,...) back into the
+// value go-redis would have returned.
+func decodeReply(code string) Reply {
+	switch {
+	case strings.HasPrefix(code, "i"):
+		n, err := strconv.ParseInt(code[1:], 10, 64)
+		return Reply{Val: n, Err: err}
+	case strings.HasPrefix(code, "a"):
+		var vals []any
+		for part := range strings.SplitSeq(code[1:], ",") {
+			n, err := strconv.ParseInt(part, 10, 64)
+			if err != nil {
+				return Reply{Err: err}
+			}
+			vals = append(vals, n)
+		}
+		return Reply{Val: vals}
+	}
+	return Reply{Err: redis.Nil}
+}
+
+// intOf reads an integer reply; isNil reports a nil reply.
+func (r Reply) intOf() (n int64, isNil bool, err error) {
+	if errors.Is(r.Err, redis.Nil) {
+		return 0, true, nil
+	}
+	if r.Err != nil {
+		return 0, false, r.Err
+	}
+	n, ok := r.Val.(int64)
+	if !ok {
+		return 0, false, fmt.Errorf("unexpected reply %v", r.Val)
+	}
+	return n, false, nil
+}
+
+// Acquire reads the reply of an acquire script (lock, read lock, fair lock):
+// granted, or the wait the script estimates (the holder's TTL).
+func (r Reply) Acquire() (granted bool, wait time.Duration, err error) {
+	n, isNil, err := r.intOf()
+	return isNil && err == nil, time.Duration(n) * time.Millisecond, err
+}
+
+// Write reads write_lock.lua's reply; upgrade means the owner holds read
+// holds only, so waiting would wait for itself.
+func (r Reply) Write() (granted, upgrade bool, ttl time.Duration, err error) {
+	granted, ttl, err = r.Acquire()
+	if err == nil && !granted && ttl == upgradeReply*time.Millisecond {
+		return false, true, 0, nil
+	}
+	return granted, false, ttl, err
+}
+
+// Fenced reads fenced_lock.lua's {granted, token or ttl} reply.
+func (r Reply) Fenced() (granted bool, ttl time.Duration, token uint64, err error) {
+	if r.Err != nil {
+		return false, 0, 0, r.Err
+	}
+	vals, ok := r.Val.([]any)
+	if !ok || len(vals) != 2 {
+		return false, 0, 0, fmt.Errorf("fenced_lock.lua: unexpected reply %v", r.Val)
+	}
+	flag, _ := vals[0].(int64)
+	n, _ := vals[1].(int64)
+	if flag == 1 {
+		return true, 0, uint64(n), nil
+	}
+	return false, time.Duration(n) * time.Millisecond, 0, nil
+}
+
+// Unlock reads the nil/0/1/2/3 reply of the unlock scripts.
+func (r Reply) Unlock() (UnlockResult, error) {
+	n, isNil, err := r.intOf()
+	switch {
+	case err != nil || isNil:
+		return NotHeld, err
+	case n == 1:
+		return Released, nil
+	case n == 2:
+		return Left, nil
+	case n == 3:
+		return HandedOver, nil
+	}
+	return StillHeld, nil
+}
+
+// Int reads an integer reply (the semaphore scripts).
+func (r Reply) Int() (int64, error) {
+	n, _, err := r.intOf()
+	return n, err
+}

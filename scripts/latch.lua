@@ -1,0 +1,70 @@
+-- latch.lua: the wrapper that makes a state-changing script safe to run twice.
+--
+-- go-redis sends a command again after a broken connection, also when the
+-- first copy already ran, and a copy can reach a server that was paused long
+-- after its sender gave up. The wrapper records each run's reply under a
+-- latch key, tagged with the request's sequence number, so a second copy of
+-- the same request replays the recorded reply instead of changing the lock
+-- twice, and an older copy changes nothing at all. The body is another
+-- script of this package, inserted where the marker is; its own KEYS and ARGV
+-- keep their numbers, and the wrapper's come after them:
+--
+-- KEYS[#KEYS]    the latch, lockactor_latch:{name}:<clientUUID>: one per lock
+--                name per Client, whose actor runs one request at a time
+-- ARGV[#ARGV-1]  the request's sequence number: increases per Client
+-- ARGV[#ARGV]    how long the latch is kept, in ms
+--
+-- Returns the body's reply, run or replayed; an error reply
+-- "LOCKACTOR_SKIPPED" when a newer request has run or this one was cancelled
+-- (latch_resolve.lua), in which case nothing changed.
+local latch = KEYS[#KEYS]
+local seq = ARGV[#ARGV - 1]
+
+-- A reply is kept as "<seq>:<code>": n (nil), i<int> or a<int>,<int>,...;
+-- "c" marks a request cancelled before it ran.
+local function decode(code)
+    local kind, rest = string.sub(code, 1, 1), string.sub(code, 2)
+    if kind == 'i' then
+        return tonumber(rest)
+    elseif kind == 'a' then
+        local out = {}
+        for part in string.gmatch(rest, '[^,]+') do
+            out[#out + 1] = tonumber(part)
+        end
+        return out
+    end
+    return nil
+end
+
+local function encode(reply)
+    if type(reply) == 'number' then
+        return 'i' .. string.format('%d', reply)
+    elseif type(reply) == 'table' then
+        local parts = {}
+        for i, v in ipairs(reply) do
+            parts[i] = string.format('%d', v)
+        end
+        return 'a' .. table.concat(parts, ',')
+    end
+    return 'n'
+end
+
+local kept = redis.call('get', latch)
+if kept then
+    local at = string.find(kept, ':', 1, true)
+    local ran, code = tonumber(string.sub(kept, 1, at - 1)), string.sub(kept, at + 1)
+    if ran == tonumber(seq) and code ~= 'c' then
+        return decode(code)
+    end
+    if ran >= tonumber(seq) then
+        return redis.error_reply('LOCKACTOR_SKIPPED request ' .. seq)
+    end
+end
+
+local function body()
+--[[body]]
+end
+
+local reply = body()
+redis.call('set', latch, seq .. ':' .. encode(reply), 'px', ARGV[#ARGV])
+return reply

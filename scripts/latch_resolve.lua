@@ -1,0 +1,23 @@
+-- latch_resolve.lua: settle a request whose reply was lost: did it run?
+--
+-- KEYS[1]  the latch, lockactor_latch:{name}:<clientUUID> (see latch.lua)
+-- ARGV[1]  the request's sequence number
+-- ARGV[2]  how long the latch is kept, in ms
+--
+-- Returns {1, code} when the request ran, code being its recorded reply (see
+-- latch.lua for the encoding); {0} when it did not. A request that had not
+-- run is cancelled here, in the same step: a copy of it that reaches the
+-- server later changes nothing, so "did not run" stays true.
+local kept = redis.call('get', KEYS[1])
+if kept then
+    local at = string.find(kept, ':', 1, true)
+    local ran, code = tonumber(string.sub(kept, 1, at - 1)), string.sub(kept, at + 1)
+    if ran == tonumber(ARGV[1]) and code ~= 'c' then
+        return {1, code}
+    end
+    if ran >= tonumber(ARGV[1]) then
+        return {0}
+    end
+end
+redis.call('set', KEYS[1], ARGV[1] .. ':c', 'px', ARGV[2])
+return {0}
