@@ -2,6 +2,6 @@
 // actors: small structs, one per request or event, and the reply types.
 //
 // A caller never shares memory with an actor except through these messages and
-// the Request it carries. Messages hold no behaviour beyond the Request's
-// answer-or-abandon handshake.
+// the Request it carries. Messages hold no behaviour beyond their once-only
+// answers: the Request's answer-or-abandon handshake and Release.Answer.
 package messages

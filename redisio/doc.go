@@ -1,11 +1,12 @@
 // Package redisio is the only place where lockactor talks to Redis: it names
 // the keys and channels of the Redisson layout, runs the scripts of package
 // scripts and turns their replies into Go values, and multiplexes every
-// pub/sub channel of a Client over one subscription connection.
+// pub/sub channel of a Client over as few subscription connections as it can,
+// replacing any that breaks or stops answering.
 //
 // It holds no lock state and makes no decisions: the lock actors decide, this
 // package carries their commands. It must never close the caller's
 // redis.UniversalClient (the Client does not own it) and never retry a command
-// whose outcome it cannot know: a failed script reply goes back to the actor
-// as an error.
+// itself: a failed reply goes back to the actor, which asks the request's
+// latch (latch.go) whether it ran before it does anything else.
 package redisio

@@ -67,6 +67,10 @@ type PubSub struct {
 
 	stop  chan struct{} // closed by Close: a loop waiting to reconnect ends
 	loops sync.WaitGroup
+
+	// failCommand, set only by tests, makes a subscribe (on) or unsubscribe
+	// command on channel fail as a broken write would.
+	failCommand func(on bool, channel string) error
 }
 
 // shard is one subscription connection and the loop that reads it.
@@ -179,7 +183,11 @@ func (p *PubSub) open(ctx context.Context, s *shard) *redis.PubSub {
 // record. The caller holds p.mu.
 func (p *PubSub) command(ctx context.Context, s *shard, on bool, channel string) error {
 	var err error
+	if p.failCommand != nil {
+		err = p.failCommand(on, channel)
+	}
 	switch {
+	case err != nil:
 	case on && p.sharded:
 		err = s.ps.SSubscribe(ctx, channel)
 	case on:

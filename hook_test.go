@@ -1,0 +1,133 @@
+package lockactor_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// errInjected is what a faultHook makes a command fail with.
+var errInjected = errors.New("injected fault")
+
+// faultHook is a go-redis hook for targeted faults: each rule picks commands
+// by their arguments and fails them before they are sent (refuse), fails
+// them after they ran (lose: the reply is lost), or delays them, a number of
+// times. It also counts the commands each rule matched.
+type faultHook struct {
+	mu    sync.Mutex
+	rules []*faultRule
+}
+
+// faultRule is one targeted fault.
+type faultRule struct {
+	match  func(args []any) bool
+	times  int           // how many more commands to hit; < 0: every one
+	refuse bool          // fail without sending
+	lose   bool          // send, then fail
+	delay  time.Duration // before sending (or, with after, after the reply)
+	after  bool          // delay after the reply instead of before sending
+	hits   int           // commands matched so far (faulted or not)
+}
+
+// add installs r and returns it, to read its hits later.
+func (h *faultHook) add(r *faultRule) *faultRule {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rules = append(h.rules, r)
+	return r
+}
+
+// count returns how many commands r matched so far.
+func (h *faultHook) count(r *faultRule) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return r.hits
+}
+
+// pick returns the fault to apply to cmd, if any, and counts the match.
+func (h *faultHook) pick(cmd redis.Cmder) *faultRule {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.rules {
+		if !r.match(cmd.Args()) {
+			continue
+		}
+		r.hits++
+		if r.times == 0 {
+			return nil
+		}
+		if r.times > 0 {
+			r.times--
+		}
+		c := *r
+		return &c
+	}
+	return nil
+}
+
+func (h *faultHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r := h.pick(cmd)
+		if r == nil {
+			return next(ctx, cmd)
+		}
+		if r.refuse {
+			cmd.SetErr(errInjected)
+			return errInjected
+		}
+		if r.delay > 0 && !r.after {
+			time.Sleep(r.delay)
+		}
+		err := next(ctx, cmd)
+		if r.delay > 0 && r.after {
+			time.Sleep(r.delay)
+		}
+		if r.lose {
+			cmd.SetErr(errInjected)
+			return errInjected
+		}
+		return err
+	}
+}
+
+func (h *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.pick(cmd) // counted only: pipelines carry renewals
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// evalOf matches EVALSHA (or EVAL) calls of the script with hash sha.
+func evalOf(sha string) func(args []any) bool {
+	return func(args []any) bool {
+		if len(args) < 2 {
+			return false
+		}
+		name := strings.ToLower(args[0].(string))
+		return (name == "evalsha" || name == "eval") && args[1] == sha
+	}
+}
+
+// evalWithKey matches script calls that name key among their arguments.
+func evalWithKey(sha, key string) func(args []any) bool {
+	of := evalOf(sha)
+	return func(args []any) bool {
+		if !of(args) {
+			return false
+		}
+		for _, a := range args[2:] {
+			if a == key {
+				return true
+			}
+		}
+		return false
+	}
+}

@@ -1,0 +1,327 @@
+package lockactor_test
+
+// Regression tests for waiters left asleep on a free lock, locks kept alive
+// after their owner let go, and a Close that could hang: each failed before
+// the lock actors were rebuilt around one reconcile step.
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/scripts"
+)
+
+// lockAsync runs l.Lock(ctx) in a goroutine and reports when it returned.
+func lockAsync(ctx context.Context, l lockactor.Locker) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- l.Lock(ctx) }()
+	return done
+}
+
+// waitErr waits up to d for done; it fails the test if nothing came.
+func waitErr(t *testing.T, done <-chan error, d time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s: still waiting after %v", what, d)
+		return nil
+	}
+}
+
+// A local grant with a fixed lease is followed by a retry at its end: the
+// next waiter is not left asleep once that lease has run out silently.
+func TestLeaseChainWakesNextWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	const lease = 300 * time.Millisecond
+	if err := c.Lock("chain").Lock(ctx, lockactor.WithLease(lease)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	b := make(chan error, 1)
+	go func() { b <- c.Lock("chain").Lock(ctx, lockactor.WithLease(lease)) }()
+	time.Sleep(50 * time.Millisecond) // B queues first
+	cDone := lockAsync(ctx, c.Lock("chain"))
+	if err := waitErr(t, b, 3*time.Second, "B"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitErr(t, cDone, 3*time.Second, "C after B's lease ran out"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("C got the lock %v after A's grant; the leases end at %v", d, 2*lease)
+	}
+}
+
+// A reader queued behind a writer that gives up is admitted at once when the
+// lock is held for reading: the abandon re-serves the queue.
+func TestReaderBehindCancelledWriter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	if err := c.ReadWriteLock("rw-cancel").ReadLock().Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancelW := context.WithCancel(ctx)
+	w := lockAsync(wctx, c.ReadWriteLock("rw-cancel").WriteLock())
+	time.Sleep(200 * time.Millisecond)
+	r1 := lockAsync(ctx, c.ReadWriteLock("rw-cancel").ReadLock())
+	time.Sleep(200 * time.Millisecond)
+	cancelW()
+	cancelled := time.Now()
+	if err := waitErr(t, w, time.Second, "writer"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("writer = %v, want context.Canceled", err)
+	}
+	if err := waitErr(t, r1, 5*time.Second, "reader behind the writer"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(cancelled); d > time.Second {
+		t.Fatalf("reader admitted %v after the writer left; the lock was readable", d)
+	}
+}
+
+// The same for a semaphore: a small request behind a large one that gives
+// up is served at once, not at the next re-check.
+func TestSemaphoreWaiterBehindCancelledOne(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	s := c.Semaphore("sem-cancel")
+	if ok, err := s.TrySetPermits(ctx, 1); !ok || err != nil {
+		t.Fatalf("TrySetPermits = %v, %v", ok, err)
+	}
+	bigCtx, cancelBig := context.WithCancel(ctx)
+	big := make(chan error, 1)
+	go func() { big <- c.Semaphore("sem-cancel").Acquire(bigCtx, 2) }()
+	time.Sleep(300 * time.Millisecond)
+	small := make(chan error, 1)
+	go func() { small <- c.Semaphore("sem-cancel").Acquire(ctx, 1) }()
+	time.Sleep(200 * time.Millisecond)
+	cancelBig()
+	cancelled := time.Now()
+	if err := waitErr(t, big, time.Second, "large request"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("large request = %v, want context.Canceled", err)
+	}
+	if err := waitErr(t, small, 3*time.Second, "small request"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(cancelled); d > 300*time.Millisecond {
+		t.Fatalf("small request served %v after the large one left; a permit was free", d)
+	}
+}
+
+// An Unlock that Redis never saw gives the hold up all the same: it is not
+// renewed afterwards, and the runtime releases it in the background.
+func TestFailedUnlockIsRetriedNotRenewed(t *testing.T) {
+	tests := []struct {
+		name          string
+		rule          faultRule
+		refuseResolve bool  // Redis does not answer the question "did it run?" either
+		want          error // what Unlock returns
+	}{
+		// Not sent; the settlement says so and the release goes again.
+		{"refused", faultRule{refuse: true, times: 1}, false, nil},
+		// Ran, reply lost; the latch says it ran.
+		{"reply lost", faultRule{lose: true, times: 1}, false, nil},
+		// Nothing known: the caller is told; the runtime keeps at it.
+		{"refused, settlement refused", faultRule{refuse: true, times: 1}, true, errInjected},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			hook := &faultHook{}
+			rdb := srv.Client(t)
+			rdb.AddHook(hook)
+			const wd = 900 * time.Millisecond
+			c := newClient(t, rdb, lockactor.WithWatchdogTimeout(wd))
+			ctx := ctxFor(t, 20*time.Second)
+			warmScripts(t, c, ctx)
+			l := c.Lock("unlock-fails")
+			if err := l.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			owner := lockactor.OwnerOf(l)
+			renewals := hook.add(&faultRule{match: evalWithKey(scripts.Renew.Hash(), owner), times: 0})
+			rule := tc.rule
+			rule.match = evalOf(scripts.Latched.Unlock.Hash())
+			hook.add(&rule)
+			if tc.refuseResolve {
+				hook.add(&faultRule{match: evalOf(scripts.Resolve.Hash()), times: 1, refuse: true})
+			}
+			if err := l.Unlock(ctx); !errors.Is(err, tc.want) {
+				t.Fatalf("Unlock = %v, want %v", err, tc.want)
+			}
+			unlocked := hook.count(renewals)
+			other := newClient(t, srv.Client(t)).Lock("unlock-fails")
+			if err := waitErr(t, lockAsync(ctx, other), 2*time.Second, "another client after the failed Unlock"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(wd) // three renewal periods
+			if n := hook.count(renewals) - unlocked; n > 0 {
+				t.Fatalf("%d renewals of the hold after its Unlock", n)
+			}
+		})
+	}
+}
+
+// A grant whose caller gave up is given back, and a give-back that Redis
+// refuses is retried: no hold nobody owns is kept alive.
+func TestFailedGiveBackIsRetried(t *testing.T) {
+	srv := redistest.Start(t)
+	hook := &faultHook{}
+	rdb := srv.Client(t)
+	rdb.AddHook(hook)
+	c := newClient(t, rdb)
+	ctx := ctxFor(t, 20*time.Second)
+	warmScripts(t, c, ctx)
+	// The grant comes back after the caller's ctx ended...
+	hook.add(&faultRule{match: evalOf(scripts.Latched.Lock.Hash()), times: 1, delay: 200 * time.Millisecond, after: true})
+	// ...and the release of the grant nobody took fails once.
+	hook.add(&faultRule{match: evalOf(scripts.Latched.Unlock.Hash()), times: 1, refuse: true})
+	lctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := c.Lock("give-back").Lock(lctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock = %v, want DeadlineExceeded", err)
+	}
+	other := newClient(t, srv.Client(t)).Lock("give-back")
+	if err := waitErr(t, lockAsync(ctx, other), 2*time.Second, "another client after the give-back"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// warmScripts loads the lock scripts (so a hook that loses a reply finds
+// them run, not refused with NOSCRIPT) and leaves nothing held.
+func warmScripts(t *testing.T, c *lockactor.Client, ctx context.Context) {
+	t.Helper()
+	l := c.Lock("warm-up")
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Callers that give up free their queue entry at once, wherever they stand.
+func TestWithdrawnWaitersAreFreed(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 60*time.Second)
+	if err := c.Lock("withdrawn").Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	long := lockAsync(ctx, c.Lock("withdrawn")) // stays at the head
+	time.Sleep(100 * time.Millisecond)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	// A wait long enough that the actor queues each call before it gives up.
+	const calls, callers = 40000, 40
+	before := heap()
+	var wg sync.WaitGroup
+	for g := 0; g < callers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := c.Lock("withdrawn")
+			for i := 0; i < calls/callers; i++ {
+				if ok, err := l.TryLock(ctx, lockactor.WithWait(time.Millisecond)); ok || err != nil {
+					t.Errorf("TryLock = %v, %v", ok, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(200 * time.Millisecond) // the last Abandon messages
+	grown := int64(heap()) - int64(before)
+	t.Logf("heap grew %d B over %d withdrawn calls (%.0f B each)", grown, calls, float64(grown)/calls)
+	if grown > calls*50 {
+		t.Fatalf("heap grew %d B (%d B per withdrawn call): withdrawn waiters are kept", grown, grown/calls)
+	}
+	select {
+	case err := <-long:
+		t.Fatalf("the long waiter returned: %v", err)
+	default:
+	}
+}
+
+// Close returns in bounded time even when a command is stuck on a server
+// that does not answer and the go-redis client has no read timeout.
+func TestCloseBoundedOnHungRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	if srv.Embedded() {
+		t.Skip("needs a real redis-server to SIGSTOP")
+	}
+	rdb := srv.ClientWith(t, func(o *redis.Options) { o.ReadTimeout = -1 })
+	c, err := lockactor.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume(t)
+		}
+	}()
+	lctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := c.Lock("hung-close").Lock(lctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock on a stopped server = %v, want DeadlineExceeded", err)
+	}
+	closed := make(chan struct{})
+	start := time.Now()
+	go func() { _ = c.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Logf("Close returned in %v with a command stuck in go-redis", time.Since(start))
+	case <-time.After(3 * time.Second):
+		t.Error("Close still waiting 3s after it was called, on a stopped server")
+	}
+	srv.Resume(t) // the stuck command returns; its goroutine ends (goleak in TestMain)
+	resumed = true
+	<-closed
+}
+
+// A grant whose reply comes back after half its lease is not handed out: the
+// hold may be gone already. Lock gives it back and takes a fresh one.
+func TestLateGrantIsNotHandedOut(t *testing.T) {
+	srv := redistest.Start(t)
+	hook := &faultHook{}
+	rdb := srv.Client(t)
+	rdb.AddHook(hook)
+	c := newClient(t, rdb)
+	ctx := ctxFor(t, 20*time.Second)
+	warmScripts(t, c, ctx)
+	const lease = 400 * time.Millisecond
+	late := hook.add(&faultRule{match: evalOf(scripts.Latched.Lock.Hash()), times: 1, delay: 300 * time.Millisecond, after: true})
+	l := c.Lock("late-grant")
+	if err := l.Lock(ctx, lockactor.WithLease(lease)); err != nil {
+		t.Fatal(err)
+	}
+	left, err := l.RemainingLease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left < lease/2 {
+		t.Fatalf("Lock returned with %v of a %v lease left (acquire scripts sent: %d)", left, lease, hook.count(late))
+	}
+	if n, _ := l.HoldCount(ctx); n != 1 {
+		t.Fatalf("HoldCount = %d, want 1: the late grant was not given back", n)
+	}
+}

@@ -1,0 +1,125 @@
+package redisio
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// A guarded call made after Close refuses to start: Close has already waited
+// for the guarded goroutines, so one started now would outlive it.
+func TestGuardAfterCloseStartsNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c := NewConn(srv.Client(t), false)
+	if !c.Close(time.Now().Add(time.Second)) {
+		t.Fatal("Close with nothing running did not finish")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var ran atomic.Bool
+	_, err := Guard(ctx, c, func(context.Context) (int, error) { ran.Store(true); return 0, nil })
+	if !errors.Is(err, ErrClosed) || ran.Load() {
+		t.Fatalf("Guard after Close = %v (ran: %v), want ErrClosed without running", err, ran.Load())
+	}
+}
+
+// events collects one channel's events.
+type events chan Event
+
+func (e events) handler(ev Event) {
+	select {
+	case e <- ev:
+	default:
+	}
+}
+
+// await waits for an event of kind k (a payload, for messages) on e.
+func (e events) await(t *testing.T, k EventKind, payload string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev := <-e:
+			if ev.Kind == k && (k != Message || ev.Payload == payload) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no event %v %q within %v", k, payload, d)
+		}
+	}
+}
+
+// When a step of Requeue fails (a write on a broken connection), the channel
+// is not left unsubscribed: the connection is replaced and every wanted
+// channel subscribed again. (go-redis records a channel only after the
+// write, and its reconnect after a failed write replays the record without
+// it, so the subscription was lost for good.)
+func TestFailedRequeueKeepsSubscription(t *testing.T) {
+	for _, step := range []string{"unsubscribe", "subscribe"} {
+		t.Run(step, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.Client(t)
+			p := NewPubSub(rdb, false, time.Second, quiet)
+			defer p.Close()
+			ctx := context.Background()
+			ev := make(events, 64)
+			if _, err := p.Subscribe(ctx, "rq", ev.handler); err != nil {
+				t.Fatal(err)
+			}
+			ev.await(t, Subscribed, "", 2*time.Second)
+			var fired atomic.Bool
+			p.mu.Lock()
+			p.failCommand = func(on bool, channel string) error {
+				if on == (step == "subscribe") && fired.CompareAndSwap(false, true) {
+					return errors.New("injected write failure")
+				}
+				return nil
+			}
+			p.mu.Unlock()
+			if err := p.Requeue(ctx, "rq"); err == nil {
+				t.Fatal("Requeue reported no error")
+			}
+			ev.await(t, Subscribed, "", 2*time.Second)
+			if err := rdb.Publish(ctx, "rq", "after").Err(); err != nil {
+				t.Fatal(err)
+			}
+			ev.await(t, Message, "after", 2*time.Second)
+		})
+	}
+}
+
+// A PING that gets no PONG (a half-open connection) replaces the connection:
+// its channels hear Disconnected, then Subscribed again, and messages flow.
+func TestUnansweredPingReplacesConnection(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := redistest.NewProxy(t, srv.Addr())
+	p := NewPubSub(proxy.Client(t), false, 200*time.Millisecond, quiet)
+	defer p.Close()
+	ctx := context.Background()
+	ev := make(events, 64)
+	if _, err := p.Subscribe(ctx, "ho", ev.handler); err != nil {
+		t.Fatal(err)
+	}
+	ev.await(t, Subscribed, "", 2*time.Second)
+	if n := proxy.Freeze(func(ci redistest.ConnInfo) bool { return ci.Subscriber }); n != 1 {
+		t.Fatalf("froze %d connections", n)
+	}
+	ev.await(t, Disconnected, "", 2*time.Second)
+	ev.await(t, Subscribed, "", 2*time.Second)
+	if err := srv.Client(t).Publish(ctx, "ho", "after").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ev.await(t, Message, "after", 2*time.Second)
+}
