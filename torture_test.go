@@ -66,7 +66,8 @@ func runTorture(t *testing.T, seed int64, d time.Duration) {
 	if dir := os.Getenv(tortureDumpEnv); dir != "" {
 		dump = filepath.Join(dir, fmt.Sprintf("torture-%d.log", seed))
 	}
-	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, A: a, B: b, OwnerOf: lockactor.OwnerOf, Logf: t.Logf, DumpPath: dump})
+	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, A: a, B: b, OwnerOf: lockactor.OwnerOf,
+		Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) }, DumpPath: dump})
 	t.Logf("torture seed %d figures:\n%s", seed, res.Figures)
 	if len(res.Violations) == 0 {
 		return

@@ -60,6 +60,7 @@ type Violation struct {
 	Msg   string
 }
 
+// String is "<check>: <message>".
 func (v Violation) String() string { return v.Check + ": " + v.Msg }
 
 // Check runs every check over the log and returns the violations in time

@@ -92,11 +92,18 @@ func notHeldExplained(l *Log, c *Call, spanOf map[int]Span) bool {
 			}
 		}
 	}
-	// An earlier call of the same owner on the name whose effect is unknown
-	// (a lost reply, a release still queued) may have changed the count.
+	// An earlier call of the same owner on the name during this hold whose
+	// effect is unknown (a lost reply, a release still queued) may have
+	// changed the count.
+	from := time.Time{}
+	for _, id := range c.Holds {
+		if s, ok := spanOf[id]; ok && (from.IsZero() || s.H.AcqStart.Before(from)) {
+			from = s.H.AcqStart
+		}
+	}
 	for j := range l.Calls {
 		o := &l.Calls[j]
-		if o.ID == c.ID || !o.Start.Before(c.Start) || !o.Out.Ambiguous() {
+		if o.ID == c.ID || !o.Start.Before(c.Start) || o.Start.Before(from) || !o.Out.Ambiguous() {
 			continue
 		}
 		for k, r := range o.Res {
@@ -121,8 +128,9 @@ func (c *Call) field(i int) string {
 // renewIndex is, per resource and hash field, the holds and acquire calls
 // that make a renewal legitimate.
 type renewIndex struct {
-	holds []*Hold // by Done
-	calls []*Call // acquire calls, by Start
+	holds   []*Hold // by Done
+	calls   []*Call // acquire calls, by Start
+	unlocks map[int][]Outcome
 }
 
 // CheckRenewals reports watchdog renewals of an owner that holds nothing:
@@ -152,8 +160,14 @@ func CheckRenewals(l *Log, lim Limits) []Violation {
 			ri.holds = append(ri.holds, h)
 		}
 	}
+	unlocks := map[int][]Outcome{} // what each hold's Unlock calls returned
 	for i := range l.Calls {
 		c := &l.Calls[i]
+		if c.Op == OpUnlock {
+			for _, id := range c.Holds {
+				unlocks[id] = append(unlocks[id], c.Out)
+			}
+		}
 		if c.Op.acquires() && c.Prim != PrimSem {
 			for j, r := range c.Res {
 				ri := get(r, c.field(j))
@@ -162,6 +176,7 @@ func CheckRenewals(l *Log, lim Limits) []Violation {
 		}
 	}
 	for _, ri := range idx {
+		ri.unlocks = unlocks
 		slices.SortFunc(ri.holds, func(a, b *Hold) int { return doneOf(l, a).Compare(doneOf(l, b)) })
 		slices.SortFunc(ri.calls, func(a, b *Call) int { return a.Start.Compare(b.Start) })
 	}
@@ -244,8 +259,8 @@ func (ri *renewIndex) judge(l *Log, t time.Time, lim Limits) (string, string) {
 			}
 		}
 		if next == nil || next.Start.After(t) {
-			return VRenewal, fmt.Sprintf("its hold #%d [%s, %s] was released by an Unlock that returned %s at %s",
-				h.ID, l.at(h.Grant), l.at(h.End), h.DoneOut, l.at(h.Done))
+			return VRenewal, fmt.Sprintf("its hold #%d [%s, %s] was released by Unlock calls that returned %v, the last at %s",
+				h.ID, l.at(h.Grant), l.at(h.End), ri.unlocks[h.ID], l.at(h.Done))
 		}
 	}
 	if lastEnd.IsZero() || t.Sub(lastEnd) > lim.Recovery {

@@ -63,7 +63,7 @@ func CheckLiveness(l *Log, spans []Span, lim Limits) []Violation {
 		vs = append(vs, Violation{Check: VLiveness, At: gap.A, Msg: fmt.Sprintf(
 			"%v: %s %s (g%d, %s, owner %v, call [%s, %s] -> %s) waited %v [%s, %s] while it was available%s",
 			c.Res, c.Prim, c.Op, c.G, c.Client, c.Owners, l.at(c.Start), l.at(c.End), c.Out,
-			gap.Len().Round(time.Millisecond), l.at(gap.A), l.at(gap.B), lv.before(c.Res, gap.A))})
+			gap.Len().Round(time.Millisecond), l.at(gap.A), l.at(gap.B), lv.before(c.Res, gap.A)+lv.renewedIn(c.Res, gap))})
 	}
 	return vs
 }
@@ -81,6 +81,7 @@ type liveIndex struct {
 	exists  map[string][]Interval // per semaphore: initialised
 	waiting map[string][]*Call    // per name and Client: waiting acquirers and writers, by start
 	busyFor map[string][]Interval // cache of semBusy by resource and n
+	renews  map[string][]Renewal  // per resource, by time: who kept a hold alive
 }
 
 type semEdge struct {
@@ -159,6 +160,13 @@ func newLiveIndex(l *Log, spans []Span, lim Limits) *liveIndex {
 		for r, ivs := range m {
 			m[r] = union(ivs)
 		}
+	}
+	lv.renews = map[string][]Renewal{}
+	for _, rn := range l.Renewals {
+		lv.renews[rn.Res] = append(lv.renews[rn.Res], rn)
+	}
+	for _, rs := range lv.renews {
+		slices.SortFunc(rs, func(a, b Renewal) int { return a.T.Compare(b.T) })
 	}
 	for _, ss := range lv.spans {
 		slices.SortFunc(ss, func(a, b Span) int { return a.B.Compare(b.B) })
@@ -262,6 +270,26 @@ func (lv *liveIndex) before(res []string, t time.Time) string {
 		return "; no hold before it"
 	}
 	return "; last hold before it: " + lv.l.describe(*last)
+}
+
+// renewedIn names the owners whose holds of res the watchdog renewed during
+// gap: a hold Redis keeps that no caller holds is the usual reason a free
+// lock stays taken.
+func (lv *liveIndex) renewedIn(res []string, gap Interval) string {
+	var who []string
+	for _, r := range res {
+		rs := lv.renews[r]
+		i := sort.Search(len(rs), func(i int) bool { return !rs[i].T.Before(gap.A) })
+		for ; i < len(rs) && rs[i].T.Before(gap.B); i++ {
+			if w := r + " " + rs[i].Field; !slices.Contains(who, w) {
+				who = append(who, w)
+			}
+		}
+	}
+	if len(who) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; renewed during the gap: %v", who)
 }
 
 // pick returns the intervals of sorted, merged ivs that intersect w.

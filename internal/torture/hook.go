@@ -39,6 +39,7 @@ const (
 
 var effectNames = [numEffects]string{"none", "refuse", "lose-reply", "delay"}
 
+// String names the effect.
 func (e Effect) String() string { return effectNames[e] }
 
 // window is an active hook fault.

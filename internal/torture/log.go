@@ -31,6 +31,7 @@ const (
 
 var primNames = [numPrims]string{"lock", "fair", "fenced", "rw-read", "rw-write", "semaphore", "multilock"}
 
+// String names the primitive.
 func (p Prim) String() string {
 	if p < numPrims {
 		return primNames[p]
@@ -60,6 +61,7 @@ const (
 
 var opNames = [numOps]string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Acquire", "TryAcquire", "Release", "TrySetPermits"}
 
+// String is the API call's name.
 func (o Op) String() string {
 	if o < numOps {
 		return opNames[o]
@@ -91,6 +93,8 @@ const (
 
 var outNames = [numOutcomes]string{"ok", "not-acquired", "ctx", "not-held", "redis-error", "no-quorum", "INVALID-ARGUMENT", "CLOSED", "PANIC"}
 
+// String names the outcome; the ones that are always violations are in
+// capitals.
 func (o Outcome) String() string {
 	if o < numOutcomes {
 		return outNames[o]
@@ -222,6 +226,7 @@ const (
 
 var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation"}
 
+// String names the fault.
 func (k FaultKind) String() string {
 	if k < numFaultKinds {
 		return faultNames[k]

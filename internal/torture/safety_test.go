@@ -153,7 +153,9 @@ func TestCallErrors(t *testing.T) {
 			{ID: 3, Op: OpForceUnlock, Res: []string{"A/l"}, Owners: []string{"z"}, Start: at(20), End: at(21), Out: OutOK},
 			unlock(2, "x", 30, OutNotHeld, 1)}, nil},
 		{"not held after an ambiguous call of the owner", []Hold{h}, []Call{
-			unlock(3, "x", 5, OutRedis), unlock(2, "x", 30, OutNotHeld, 1)}, nil},
+			unlock(3, "x", 15, OutRedis), unlock(2, "x", 30, OutNotHeld, 1)}, nil},
+		{"an ambiguous call before the hold explains nothing", []Hold{h}, []Call{
+			unlock(3, "x", 2, OutRedis), unlock(2, "x", 30, OutNotHeld, 1)}, []string{VErrors}},
 		{"another owner's ambiguous call explains nothing", []Hold{h}, []Call{
 			unlock(3, "y", 5, OutRedis), unlock(2, "x", 30, OutNotHeld, 1)}, []string{VErrors}},
 	}

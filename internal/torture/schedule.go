@@ -19,6 +19,7 @@ type Planned struct {
 	Seed   uint64  // hook: seeds its per-command draws
 }
 
+// String describes the planned fault for logs.
 func (p Planned) String() string {
 	s := fmt.Sprintf("+%.3fs %s on %s", p.At.Seconds(), p.Kind, p.Server)
 	if p.Dur > 0 {

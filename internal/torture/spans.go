@@ -22,6 +22,7 @@ const (
 
 var endByNames = [...]string{"unlock", "lost", "lease", "force-unlock", "restart", "run-end"}
 
+// String names what ended the span.
 func (b EndBy) String() string { return endByNames[b] }
 
 // Span is the effective interval of one hold.
