@@ -57,6 +57,7 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 	at := firstFault
 	lastRestart := time.Duration(-1)
 	nextGen := semGenEvery
+	var bag []FaultKind
 	for at < d-quietTail {
 		if at >= nextGen {
 			out = append(out, Planned{At: at, Kind: SemGen, Server: "A"})
@@ -64,17 +65,29 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			at += 200 * time.Millisecond
 			continue
 		}
-		p := Planned{At: at, Server: "A"}
+		if len(bag) == 0 {
+			// A shuffled bag rather than independent draws: every stretch of
+			// eight faults has the same mix, so no seed goes without hook
+			// windows (where most bugs show) or without a restart slot.
+			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart}
+			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
+		}
+		p := Planned{At: at, Kind: bag[0], Server: "A"}
+		bag = bag[1:]
 		if rng.IntN(3) == 0 {
 			p.Server = "B"
 		}
-		restartOK := at >= firstRestart && (lastRestart < 0 || at-lastRestart >= restartEvery)
-		switch r := rng.IntN(100); {
-		case restartOK && r < 25:
-			p.Kind, p.Server = FaultRestart, "A"
-			lastRestart = at
-		case r < 45:
-			p.Kind = FaultHook
+		if p.Kind == FaultRestart {
+			if at < firstRestart || (lastRestart >= 0 && at-lastRestart < restartEvery) {
+				// Not allowed yet: a hook window now, the restart later.
+				p.Kind = FaultHook
+				bag = append(bag, FaultRestart)
+			} else {
+				p.Server, lastRestart = "A", at
+			}
+		}
+		switch p.Kind {
+		case FaultHook:
 			p.Dur = between(500*time.Millisecond, 2*time.Second)
 			p.Client = -1
 			if n := clients[p.Server]; n > 0 && rng.IntN(2) == 0 {
@@ -82,12 +95,7 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			}
 			p.Prob = 0.2
 			p.Seed = rng.Uint64()
-		case r < 58:
-			p.Kind = FaultKillPubSub
-		case r < 70:
-			p.Kind = FaultKillNormal
-		default:
-			p.Kind = FaultPause
+		case FaultPause:
 			p.Dur = between(200*time.Millisecond, 800*time.Millisecond)
 		}
 		out = append(out, p)
