@@ -1,0 +1,217 @@
+package torture
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/scripts"
+)
+
+// Injected errors. Neither starts with NOSCRIPT, so go-redis's script
+// fallback does not mistake them; both come from a hook outside go-redis's
+// retry loop, so go-redis does not retry them either.
+var (
+	ErrRefused   = errors.New("torture: command refused by the fault hook (never sent)")
+	ErrReplyLost = errors.New("torture: reply lost by the fault hook (the command ran)")
+)
+
+// Effect is what the hook did to one command.
+type Effect uint8
+
+// The hook's effects.
+const (
+	EffectNone Effect = iota
+	EffectRefuse
+	EffectLoseReply
+	EffectDelay
+	numEffects
+)
+
+var effectNames = [numEffects]string{"none", "refuse", "lose-reply", "delay"}
+
+// String names the effect.
+func (e Effect) String() string { return effectNames[e] }
+
+// window is an active hook fault.
+type window struct {
+	server string
+	client int // -1: every Client of the server
+	prob   float64
+	rng    *rand.Rand
+}
+
+// Faults is the state the hooks of every Client share: the active window (if
+// any) and what was injected.
+type Faults struct {
+	mu     sync.Mutex
+	active *window
+	counts [numEffects]int
+}
+
+// Open starts a hook fault window as p plans it.
+func (f *Faults) Open(p Planned) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = &window{server: p.Server, client: p.Client, prob: p.Prob, rng: rand.New(rand.NewPCG(p.Seed, 1))}
+}
+
+// Close ends the active window.
+func (f *Faults) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = nil
+}
+
+// Counts returns how many commands got each effect.
+func (f *Faults) Counts() [numEffects]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts
+}
+
+// draw decides the effect on one command of server's client, and a delay.
+func (f *Faults) draw(server string, client int) (Effect, time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := f.active
+	if w == nil || w.server != server || (w.client >= 0 && w.client != client) || w.rng.Float64() >= w.prob {
+		return EffectNone, 0
+	}
+	e := EffectRefuse
+	switch r := w.rng.IntN(10); {
+	case r >= 7:
+		e = EffectDelay
+	case r >= 4:
+		e = EffectLoseReply
+	}
+	f.counts[e]++
+	return e, 50*time.Millisecond + time.Duration(w.rng.Int64N(int64(250*time.Millisecond)))
+}
+
+// Hook is the redis.Hook on one Client's go-redis client: it injects the
+// shared Faults and reports watchdog renewals it sees to OnRenew.
+type Hook struct {
+	Server  string // "A" or "B"
+	Client  int    // index among the server's Clients
+	Name    string // "A1", ...
+	Faults  *Faults
+	OnRenew func(Renewal)
+}
+
+var _ redis.Hook = (*Hook)(nil)
+
+// The renewal scripts' SHA1s: EVALSHA names them, EVAL (after NOSCRIPT)
+// carries their source.
+var (
+	renewSHA   = scripts.Renew.Hash()
+	rwRenewSHA = scripts.RWRenew.Hash()
+)
+
+// DialHook leaves dialling alone.
+func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+// ProcessHook observes and maybe faults one command.
+func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.observe(cmd)
+		e, d := h.Faults.draw(h.Server, h.Client)
+		switch e {
+		case EffectRefuse:
+			cmd.SetErr(ErrRefused)
+			return ErrRefused
+		case EffectLoseReply:
+			_ = next(ctx, cmd)
+			cmd.SetErr(ErrReplyLost)
+			return ErrReplyLost
+		case EffectDelay:
+			time.Sleep(d)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook observes every command of a pipeline and maybe faults
+// the whole pipeline (the watchdog's batched renewals travel this way).
+func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.observe(cmd)
+		}
+		e, d := h.Faults.draw(h.Server, h.Client)
+		switch e {
+		case EffectRefuse:
+			for _, cmd := range cmds {
+				cmd.SetErr(ErrRefused)
+			}
+			return ErrRefused
+		case EffectLoseReply:
+			_ = next(ctx, cmds)
+			for _, cmd := range cmds {
+				cmd.SetErr(ErrReplyLost)
+			}
+			return ErrReplyLost
+		case EffectDelay:
+			time.Sleep(d)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// observe reports cmd to OnRenew if it is a renewal script call.
+func (h *Hook) observe(cmd redis.Cmder) {
+	if h.OnRenew == nil {
+		return
+	}
+	if r, ok := ParseRenewal(cmd.Args()); ok {
+		r.T, r.Client, r.Res = time.Now(), h.Name, h.Server+"/"+r.Res
+		h.OnRenew(r)
+	}
+}
+
+// ParseRenewal recognises `EVALSHA <sha> <numkeys> <key...> <arg...>` (or
+// EVAL with the script's source) of renew.lua or rw_renew.lua and returns
+// its KEYS[1] (in Res) and ARGV[2], the owner's field.
+func ParseRenewal(args []any) (Renewal, bool) {
+	if len(args) < 3 {
+		return Renewal{}, false
+	}
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	var sha string
+	switch name {
+	case "evalsha":
+		sha = fmt.Sprint(args[1])
+	case "eval":
+		src, ok := args[1].(string)
+		if !ok {
+			return Renewal{}, false
+		}
+		sum := sha1.Sum([]byte(src))
+		sha = hex.EncodeToString(sum[:])
+	default:
+		return Renewal{}, false
+	}
+	if sha != renewSHA && sha != rwRenewSHA {
+		return Renewal{}, false
+	}
+	var numKeys int
+	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &numKeys); err != nil || numKeys < 1 {
+		return Renewal{}, false
+	}
+	owner := 3 + numKeys + 1 // ARGV[2]
+	if len(args) <= owner {
+		return Renewal{}, false
+	}
+	return Renewal{Res: fmt.Sprint(args[3]), Field: fmt.Sprint(args[owner])}, true
+}

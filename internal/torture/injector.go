@@ -1,0 +1,111 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// inject runs the fault schedule: each planned fault at its offset from
+// start, one at a time, until the plan or the run ends.
+func (r *runner) inject(start time.Time, plan []Planned) {
+	tb := bgTB{TB: r.tb, r: r}
+	for _, p := range plan {
+		if !r.sleepUntil(start.Add(p.At)) {
+			return
+		}
+		r.apply(tb, p)
+	}
+}
+
+// sleepUntil sleeps until t; false if the run stopped first.
+func (r *runner) sleepUntil(t time.Time) bool {
+	for {
+		if r.stopping() {
+			return false
+		}
+		d := time.Until(t)
+		if d <= 0 {
+			return true
+		}
+		time.Sleep(min(d, 100*time.Millisecond))
+	}
+}
+
+// apply injects one fault and logs it with its real start and end.
+func (r *runner) apply(tb testing.TB, p Planned) {
+	f := Fault{Kind: p.Kind, Server: p.Server, Start: time.Now()}
+	srv := r.servers[p.Server]
+	switch p.Kind {
+	case FaultHook:
+		f.Detail = fmt.Sprintf("client %d (-1: all), p=%.2f", p.Client, p.Prob)
+		r.faults.Open(p)
+		r.sleepUntil(f.Start.Add(p.Dur))
+		r.faults.Close()
+	case FaultKillPubSub, FaultKillNormal:
+		typ := "pubsub"
+		if p.Kind == FaultKillNormal {
+			typ = "normal"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		n, err := r.admin[p.Server].Do(ctx, "client", "kill", "type", typ).Int()
+		cancel()
+		f.Detail = fmt.Sprintf("%d connection(s) killed (err %v)", n, err)
+	case FaultPause:
+		f.Detail = p.Dur.String()
+		srv.Pause(tb)
+		time.Sleep(p.Dur) // short; Resume must come whatever happens
+		srv.Resume(tb)
+	case FaultRestart:
+		// The epoch is odd from before the kill until the new generation of
+		// semaphores exists: a semaphore call that overlaps any of it does
+		// not give its permits back (see semStep).
+		r.epoch.Add(1)
+		f.Start = time.Now()
+		srv.Kill(tb)
+		srv.Restart(tb)
+		f.End = time.Now()
+		r.record(f)
+		r.newGeneration(r.gen.Load() + 1)
+		r.epoch.Add(1)
+		return
+	case SemGen:
+		r.newGeneration(r.gen.Load() + 1)
+		f.Detail = fmt.Sprintf("generation %d", r.gen.Load())
+	}
+	f.End = time.Now()
+	r.record(f)
+}
+
+func (r *runner) record(f Fault) {
+	r.mu.Lock()
+	r.faultLog = append(r.faultLog, f)
+	r.mu.Unlock()
+	r.logf("+%.3fs %s on %s for %v %s", f.Start.Sub(r.start).Seconds(), f.Kind, f.Server,
+		f.End.Sub(f.Start).Round(time.Millisecond), f.Detail)
+}
+
+// bgTB lets redistest's fault methods run on the injector's goroutine: a
+// Fatal there may not call FailNow (only the test's goroutine may), so it
+// becomes a workload violation and ends the injector.
+type bgTB struct {
+	testing.TB
+	r *runner
+}
+
+func (b bgTB) Helper() {}
+
+func (b bgTB) Fatalf(format string, args ...any) {
+	b.r.violate(VWorkload, "fault injection failed: "+fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+
+func (b bgTB) Fatal(args ...any) { b.Fatalf("%s", fmt.Sprint(args...)) }
+
+func (b bgTB) Skipf(format string, args ...any) { b.Fatalf(format, args...) }
+
+func (b bgTB) Errorf(format string, args ...any) {
+	b.r.violate(VWorkload, "fault injection: "+fmt.Sprintf(format, args...))
+}

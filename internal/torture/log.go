@@ -1,0 +1,299 @@
+package torture
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/lockactor/lockactor"
+)
+
+// Prim is the kind of access a call or hold makes.
+type Prim uint8
+
+// The primitives. PrimRead and PrimWrite are the two views of a
+// ReadWriteLock; PrimMulti is a MultiLock (its holds are exclusive holds of
+// each member's name).
+const (
+	PrimLock Prim = iota
+	PrimFair
+	PrimFenced
+	PrimRead
+	PrimWrite
+	PrimSem
+	PrimMulti
+	numPrims
+)
+
+var primNames = [numPrims]string{"lock", "fair", "fenced", "rw-read", "rw-write", "semaphore", "multilock"}
+
+// String names the primitive.
+func (p Prim) String() string {
+	if p < numPrims {
+		return primNames[p]
+	}
+	return fmt.Sprintf("prim(%d)", p)
+}
+
+// Exclusive reports whether a hold of p excludes every other owner's hold of
+// the same name (all but read holds and semaphore permits).
+func (p Prim) Exclusive() bool { return p != PrimRead && p != PrimSem }
+
+// Op is what a call asked for.
+type Op uint8
+
+// The calls the workload makes.
+const (
+	OpLock Op = iota
+	OpTryLock
+	OpUnlock
+	OpForceUnlock
+	OpAcquire
+	OpTryAcquire
+	OpRelease
+	OpSetPermits
+	numOps
+)
+
+var opNames = [numOps]string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Acquire", "TryAcquire", "Release", "TrySetPermits"}
+
+// String is the API call's name.
+func (o Op) String() string {
+	if o < numOps {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", o)
+}
+
+// acquires reports whether o asks for a hold.
+func (o Op) acquires() bool {
+	return o == OpLock || o == OpTryLock || o == OpAcquire || o == OpTryAcquire
+}
+
+// Outcome classifies what a call returned.
+type Outcome uint8
+
+// The outcomes. OutNo is a clean "not acquired" (TryLock false, nil error).
+const (
+	OutOK Outcome = iota
+	OutNo
+	OutCtx
+	OutNotHeld
+	OutRedis
+	OutNoQuorum
+	OutInvalid
+	OutClosed
+	OutPanic
+	numOutcomes
+)
+
+var outNames = [numOutcomes]string{"ok", "not-acquired", "ctx", "not-held", "redis-error", "no-quorum", "INVALID-ARGUMENT", "CLOSED", "PANIC"}
+
+// String names the outcome; the ones that are always violations are in
+// capitals.
+func (o Outcome) String() string {
+	if o < numOutcomes {
+		return outNames[o]
+	}
+	return fmt.Sprintf("outcome(%d)", o)
+}
+
+// Ambiguous reports whether the call may or may not have taken effect in
+// Redis: a Redis error (refused or lost reply) or an ended context.
+func (o Outcome) Ambiguous() bool { return o == OutCtx || o == OutRedis || o == OutNoQuorum }
+
+// Classify maps a call's result to an Outcome. Order matters: the sentinels
+// that are violations come first so a wrapped one is never hidden.
+func Classify(err error, ok bool) Outcome {
+	switch {
+	case err == nil && ok:
+		return OutOK
+	case err == nil:
+		return OutNo
+	case errors.Is(err, lockactor.ErrInvalidArgument):
+		return OutInvalid
+	case errors.Is(err, lockactor.ErrClosed):
+		return OutClosed
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return OutCtx
+	case errors.Is(err, lockactor.ErrNotHeld):
+		return OutNotHeld
+	case errors.Is(err, lockactor.ErrNoQuorum):
+		return OutNoQuorum
+	}
+	return OutRedis
+}
+
+// Call is one call into the library.
+type Call struct {
+	ID     int
+	G      int    // worker goroutine; -1 for the runner
+	Client string // "A1", "B2", ...
+	Prim   Prim
+	Op     Op
+	// Res are the resources ("<server>/<name>") the call touches and Owners
+	// the owner (hash field without the ":write" suffix) on each; a MultiLock
+	// has two, everything else one. A semaphore has no owner.
+	Res    []string
+	Owners []string
+	N      int           // permits (semaphores)
+	Wait   time.Duration // TryLock/TryAcquire wait bound; 0: one attempt
+	Lease  time.Duration // WithLease; 0: watchdog
+	// Waiting marks a call that may block until the resource is available
+	// (Lock, TryLock with a wait, Acquire, TryAcquire with a wait): the
+	// liveness check applies to it.
+	Waiting bool
+	Start   time.Time
+	End     time.Time // zero while the call has not returned
+	CtxEnd  time.Time // when its context ended or was due to end
+	Out     Outcome
+	Err     string
+	Token   uint64 // fencing token of a FencedLock grant
+	Holds   []int  // IDs of the holds this call granted or released
+}
+
+// Returned reports whether the call has returned.
+func (c *Call) Returned() bool { return !c.End.IsZero() }
+
+// Hold is one critical section as its owner saw it: from the first grant of
+// a reentrant run to just before its last Unlock (Release for permits).
+type Hold struct {
+	ID    int
+	G     int
+	Prim  Prim
+	Res   string
+	Owner string // the owner id; a write view's hash field is Owner+":write"
+	N     int    // permits (semaphores); 1 otherwise
+	// AcqStart is when the granting call started: the acquire script ran
+	// between AcqStart and Grant.
+	AcqStart time.Time
+	Grant    time.Time
+	// LeaseUntil is the earliest moment a fixed lease could run out
+	// (AcqStart of the latest grant + lease); zero for watchdog holds.
+	LeaseUntil time.Time
+	// LeaseLate is the latest moment it could run out (Grant + lease).
+	LeaseLate time.Time
+	Token     uint64
+	// End is just before the last Unlock (Release) was called; zero if it
+	// never was (the run ended first).
+	End time.Time
+	// Done is when that Unlock returned, and DoneOut what it returned.
+	Done    time.Time
+	DoneOut Outcome
+	// Lost is when the handle's Lost channel was seen closed before End;
+	// zero if it was not.
+	Lost time.Time
+	// Skipped marks permits not released because Redis restarted while they
+	// were held (the epoch changed): the restart ends the hold.
+	Skipped bool
+}
+
+// Field is the hash field the hold's owner writes, as renewals name it.
+func (h *Hold) Field() string {
+	if h.Prim == PrimWrite {
+		return h.Owner + ":write"
+	}
+	return h.Owner
+}
+
+// Renewal is one watchdog renewal command seen on the wire (or refused by
+// the fault hook before it got there).
+type Renewal struct {
+	T      time.Time
+	Client string
+	Res    string // "<server>/<key>"
+	Field  string // ARGV[2]: owner, or owner:write for a write view
+}
+
+// FaultKind is a kind of injected fault.
+type FaultKind uint8
+
+// The faults, and SemGen: not a fault but the switch to a fresh generation of
+// semaphore names, kept in the same timeline so it never overlaps a fault.
+const (
+	FaultHook FaultKind = iota
+	FaultKillPubSub
+	FaultKillNormal
+	FaultPause
+	FaultRestart
+	SemGen
+	numFaultKinds
+)
+
+var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation"}
+
+// String names the fault.
+func (k FaultKind) String() string {
+	if k < numFaultKinds {
+		return faultNames[k]
+	}
+	return fmt.Sprintf("fault(%d)", k)
+}
+
+// Fault is one injected fault as it happened.
+type Fault struct {
+	Kind   FaultKind
+	Server string
+	Detail string
+	Start  time.Time
+	// End is when the fault was lifted; for a restart, when the new server
+	// answered (its data is empty from Start on).
+	End time.Time
+}
+
+// Log is everything a run recorded.
+type Log struct {
+	Start, End time.Time // the workload's run; End is when every worker stopped
+	Calls      []Call
+	Holds      []Hold
+	Renewals   []Renewal
+	Faults     []Fault
+}
+
+// at renders t as an offset from the start of the run, for messages.
+func (l *Log) at(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return fmt.Sprintf("+%.4fs", t.Sub(l.Start).Seconds())
+}
+
+// Dump writes the log as text, one event per line in time order, for a
+// human chasing a violation: calls (start and end), holds, renewals, faults.
+func (l *Log) Dump(w io.Writer) error {
+	type line struct {
+		t time.Time
+		s string
+	}
+	var lines []line
+	for i := range l.Calls {
+		c := &l.Calls[i]
+		lines = append(lines, line{c.Start, fmt.Sprintf("call #%d g%d %s %s %s %v owners=%v n=%d wait=%v lease=%v ctxEnd=%s start",
+			c.ID, c.G, c.Client, c.Prim, c.Op, c.Res, c.Owners, c.N, c.Wait, c.Lease, l.at(c.CtxEnd))})
+		if c.Returned() {
+			lines = append(lines, line{c.End, fmt.Sprintf("call #%d g%d %s %s %s %v -> %s token=%d holds=%v %s",
+				c.ID, c.G, c.Client, c.Prim, c.Op, c.Res, c.Out, c.Token, c.Holds, c.Err)})
+		}
+	}
+	for i := range l.Holds {
+		h := &l.Holds[i]
+		lines = append(lines, line{h.Grant, fmt.Sprintf("hold #%d g%d %s %s owner=%s n=%d token=%d acq=%s end=%s done=%s(%s) lost=%s leaseUntil=%s skipped=%v",
+			h.ID, h.G, h.Prim, h.Res, h.Owner, h.N, h.Token, l.at(h.AcqStart), l.at(h.End), l.at(h.Done), h.DoneOut, l.at(h.Lost), l.at(h.LeaseUntil), h.Skipped)})
+	}
+	for _, r := range l.Renewals {
+		lines = append(lines, line{r.T, fmt.Sprintf("renew %s %s field=%s", r.Client, r.Res, r.Field)})
+	}
+	for _, f := range l.Faults {
+		lines = append(lines, line{f.Start, fmt.Sprintf("fault %s on %s until %s %s", f.Kind, f.Server, l.at(f.End), f.Detail)})
+	}
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].t.Before(lines[j].t) })
+	bw := bufio.NewWriter(w)
+	for _, ln := range lines {
+		fmt.Fprintf(bw, "%s %s\n", l.at(ln.t), ln.s)
+	}
+	return bw.Flush()
+}

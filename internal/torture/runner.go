@@ -1,0 +1,341 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+// Config is one torture run.
+type Config struct {
+	Seed     int64
+	Duration time.Duration // how long the workload runs
+	A, B     *redistest.Server
+	// OwnerOf gives a handle's hash field (lockactor's export_test.go
+	// OwnerOf: only the package's own tests can see it, so they pass it in).
+	OwnerOf func(*lockactor.Lock) string
+	Workers int                  // 0: 32
+	Logf    func(string, ...any) // progress lines; nil: none
+	// DumpPath, if set, receives the whole event log as text (Log.Dump).
+	DumpPath string
+}
+
+// Result is what a run found.
+type Result struct {
+	Violations []Violation
+	Figures    Figures
+}
+
+// The run's fixed shape: Clients per server (each over its own go-redis
+// client with default options, so go-redis's retries are part of what is
+// tested) and their watchdog timeouts, short so that leases matter.
+const (
+	clientsA        = 3
+	clientsB        = 2
+	watchdog        = 3 * time.Second
+	shortWatchdog   = 2 * time.Second // the last Client of A
+	drainTimeout    = 30 * time.Second
+	fairQueueWait   = 5 * time.Second
+	goroutineSlack  = 5
+	goroutineWait   = 5 * time.Second
+	heapSlack       = 20 << 20
+	setPermitsTries = 20
+)
+
+// client is one lockactor Client with its own hooked go-redis client.
+type client struct {
+	name, server string
+	c            *lockactor.Client
+	rdb          *redis.Client
+}
+
+type runner struct {
+	tb     testing.TB
+	cfg    Config
+	start  time.Time
+	lim    Limits
+	ids    atomic.Int64
+	stop   atomic.Bool
+	epoch  atomic.Int64 // odd while server A restarts (see semStep)
+	gen    atomic.Int64 // semaphore name generation
+	faults Faults
+
+	servers  map[string]*redistest.Server
+	admin    map[string]*redis.Client // unhooked, for CLIENT KILL, LLEN, setup
+	setup    *lockactor.Client        // on admin A: TrySetPermits of each generation
+	clients  []*client
+	byServer map[string][]*client
+	workers  []*worker
+	self     *recorder // the runner's own calls (TrySetPermits)
+
+	mu        sync.Mutex
+	renewals  []Renewal
+	faultLog  []Fault
+	extraVios []Violation
+}
+
+func (r *runner) stopping() bool { return r.stop.Load() }
+
+func (r *runner) violate(check, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.extraVios = append(r.extraVios, Violation{Check: check, Msg: msg})
+}
+
+func (r *runner) logf(format string, args ...any) {
+	if r.cfg.Logf != nil {
+		r.cfg.Logf(format, args...)
+	}
+}
+
+// Run runs the workload and the fault schedule for cfg.Duration, then the
+// end-of-run checks, and returns every violation and the run's figures. It
+// starts no server itself (cfg.A and cfg.B are the caller's) and leaves no
+// goroutine behind.
+func Run(tb testing.TB, cfg Config) Result {
+	if cfg.Workers == 0 {
+		cfg.Workers = 32
+	}
+	r := &runner{tb: tb, cfg: cfg, lim: DefaultLimits(),
+		servers: map[string]*redistest.Server{"A": cfg.A, "B": cfg.B}, byServer: map[string][]*client{}}
+	r.self = &recorder{g: -1, ids: &r.ids}
+
+	runtime.GC()
+	baseG := runtime.NumGoroutine()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	baseHeap := ms.HeapAlloc
+
+	r.connect()
+	start := time.Now()
+	r.start = start
+	r.newGeneration(0)
+	plan := Plan(cfg.Seed, cfg.Duration, map[string]int{"A": clientsA, "B": clientsB})
+	injected := make(chan struct{})
+	go func() {
+		defer close(injected)
+		r.inject(start, plan)
+	}()
+	var wg sync.WaitGroup
+	for g := 0; g < cfg.Workers; g++ {
+		w := &worker{r: r, rec: &recorder{g: g, ids: &r.ids},
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(g)+1)),
+			ca:  r.byServer["A"][g%clientsA], cb: r.byServer["B"][g%clientsB],
+			locks: map[string]*lockactor.Lock{}, rws: map[string]*lockactor.ReadWriteLock{}, multis: map[string]*multiHandle{}}
+		r.workers = append(r.workers, w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run()
+		}()
+	}
+	time.Sleep(time.Until(start.Add(cfg.Duration)))
+	r.stop.Store(true)
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		r.violate(VWorkload, fmt.Sprintf("workers still running %v after the run ended (a call is stuck; see hang violations)", drainTimeout))
+	}
+	<-injected
+	log := r.collect(start, time.Now())
+	r.checkFairQueues()
+
+	for _, c := range r.clients {
+		_ = c.c.Close()
+	}
+	_ = r.setup.Close()
+	select { // Close returns every waiting call with ErrClosed
+	case <-drained:
+	case <-time.After(drainTimeout):
+		r.violate(VWorkload, fmt.Sprintf("workers still running %v after every Client was closed", drainTimeout))
+	}
+	for _, c := range r.clients {
+		_ = c.rdb.Close()
+	}
+	for _, a := range r.admin {
+		_ = a.Close()
+	}
+
+	vs := append(Check(log, r.lim), r.extraVios...)
+	if cfg.DumpPath != "" {
+		if err := dumpTo(cfg.DumpPath, log, vs); err != nil {
+			r.logf("dump %s: %v", cfg.DumpPath, err)
+		} else {
+			r.logf("event log written to %s", cfg.DumpPath)
+		}
+	}
+	figs := Summarize(log, vs, r.faults.Counts())
+	// Drop the log before measuring the heap: it is the run's, not a leak.
+	log, r.workers, r.self, r.renewals, r.faultLog = nil, nil, nil, nil, nil
+	r.logf("checked; measuring goroutines and heap")
+	vs = append(vs, checkResources(baseG, baseHeap)...)
+	figs.Violations = countViolations(vs)
+	return Result{Violations: vs, Figures: figs}
+}
+
+// dumpTo writes the log to path and the violations to path+".violations".
+func dumpTo(path string, l *Log, vs []Violation) error {
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "%s %s\n", l.at(v.At), v)
+	}
+	if err := os.WriteFile(path+".violations", []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := l.Dump(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// connect makes the admin clients, the setup Client and the hooked Clients.
+func (r *runner) connect() {
+	r.admin = map[string]*redis.Client{}
+	for _, s := range []string{"A", "B"} {
+		r.admin[s] = redis.NewClient(&redis.Options{Addr: r.servers[s].Addr()})
+	}
+	var err error
+	if r.setup, err = lockactor.New(r.admin["A"]); err != nil {
+		r.tb.Fatalf("torture: setup client: %v", err)
+	}
+	for _, s := range []struct {
+		server string
+		n      int
+	}{{"A", clientsA}, {"B", clientsB}} {
+		for i := 0; i < s.n; i++ {
+			name := fmt.Sprintf("%s%d", s.server, i+1)
+			rdb := redis.NewClient(&redis.Options{Addr: r.servers[s.server].Addr()})
+			rdb.AddHook(&Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew})
+			wd := watchdog
+			if s.server == "A" && i == s.n-1 {
+				wd = shortWatchdog
+			}
+			c, err := lockactor.New(rdb, lockactor.WithWatchdogTimeout(wd))
+			if err != nil {
+				r.tb.Fatalf("torture: client %s: %v", name, err)
+			}
+			cl := &client{name: name, server: s.server, c: c, rdb: rdb}
+			r.clients = append(r.clients, cl)
+			r.byServer[s.server] = append(r.byServer[s.server], cl)
+		}
+	}
+}
+
+func (r *runner) onRenew(rn Renewal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.renewals = append(r.renewals, rn)
+}
+
+// newGeneration initialises generation g's semaphores with TrySetPermits
+// (through the unhooked setup Client, retrying) and makes it current.
+func (r *runner) newGeneration(g int64) {
+	for i := 0; i < namesPerPrim; i++ {
+		name := fmt.Sprintf("sem%d.g%d", i, g)
+		sem := r.setup.Semaphore(name)
+		for try := 0; try < setPermitsTries; try++ {
+			cc := newCallCtx(2*time.Second, 0)
+			out, _ := r.self.do(Call{Client: "setup", Prim: PrimSem, Op: OpSetPermits, Res: []string{"A/" + name}, N: r.lim.Permits}, cc,
+				func(ctx context.Context) (bool, error) { return sem.TrySetPermits(ctx, r.lim.Permits) })
+			cc.done()
+			if out == OutOK || out == OutNo {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	r.gen.Store(g)
+}
+
+// collect assembles the log from every recorder.
+func (r *runner) collect(start, end time.Time) *Log {
+	l := &Log{Start: start, End: end}
+	for _, rec := range append([]*recorder{r.self}, recordersOf(r.workers)...) {
+		calls, holds := rec.snapshot()
+		l.Calls = append(l.Calls, calls...)
+		l.Holds = append(l.Holds, holds...)
+	}
+	slices.SortFunc(l.Calls, func(a, b Call) int { return a.ID - b.ID })
+	slices.SortFunc(l.Holds, func(a, b Hold) int { return a.ID - b.ID })
+	r.mu.Lock()
+	l.Renewals = slices.Clone(r.renewals)
+	l.Faults = slices.Clone(r.faultLog)
+	r.mu.Unlock()
+	return l
+}
+
+func recordersOf(ws []*worker) []*recorder {
+	out := make([]*recorder, len(ws))
+	for i, w := range ws {
+		out[i] = w.rec
+	}
+	return out
+}
+
+// checkFairQueues: once every worker has stopped, every fair lock's queue in
+// Redis must drain within fairQueueWait (cancelled waiters leave it).
+func (r *runner) checkFairQueues() {
+	ctx, cancel := context.WithTimeout(context.Background(), fairQueueWait+2*time.Second)
+	defer cancel()
+	deadline := time.Now().Add(fairQueueWait)
+	for i := 0; i < namesPerPrim; i++ {
+		q := fmt.Sprintf("redisson_lock_queue:{fair%d}", i)
+		for {
+			n, err := r.admin["A"].LLen(ctx, q).Result()
+			if err == nil && n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				left, _ := r.admin["A"].LRange(ctx, q, 0, -1).Result()
+				r.violate(VFairQueue, fmt.Sprintf("%s still holds %d waiter(s) %v after every worker stopped (err %v)", q, n, left, err))
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// checkResources: after Close, goroutines return to the baseline (within
+// goroutineSlack, waiting up to goroutineWait) and the heap after a GC is
+// within heapSlack of its baseline.
+func checkResources(baseG int, baseHeap uint64) []Violation {
+	var vs []Violation
+	deadline := time.Now().Add(goroutineWait)
+	for runtime.NumGoroutine() > baseG+goroutineSlack && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > baseG+goroutineSlack {
+		buf := make([]byte, 64<<10)
+		buf = buf[:runtime.Stack(buf, true)]
+		vs = append(vs, Violation{Check: VResources, Msg: fmt.Sprintf(
+			"%d goroutines %v after Close, baseline %d (+%d allowed); stacks (truncated):\n%s", n, goroutineWait, baseG, goroutineSlack, buf)})
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapAlloc > baseHeap+heapSlack {
+		vs = append(vs, Violation{Check: VResources, Msg: fmt.Sprintf(
+			"heap %d MB after Close and GC, baseline %d MB (+%d MB allowed)", ms.HeapAlloc>>20, baseHeap>>20, heapSlack>>20)})
+	}
+	return vs
+}

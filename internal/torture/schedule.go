@@ -1,0 +1,110 @@
+package torture
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Planned is one fault (or semaphore generation switch) of a Schedule.
+type Planned struct {
+	At     time.Duration // offset from the start of the run
+	Kind   FaultKind
+	Server string        // "A" or "B"
+	Dur    time.Duration // hook window or pause length; 0 for instant faults
+	// Client is the hook's target: an index into the server's Clients, or -1
+	// for all of them.
+	Client int
+	Prob   float64 // hook: chance that a command is hit
+	Seed   uint64  // hook: seeds its per-command draws
+}
+
+// String describes the planned fault for logs.
+func (p Planned) String() string {
+	s := fmt.Sprintf("+%.3fs %s on %s", p.At.Seconds(), p.Kind, p.Server)
+	if p.Dur > 0 {
+		s += fmt.Sprintf(" for %v", p.Dur)
+	}
+	if p.Kind == FaultHook {
+		s += fmt.Sprintf(" (client %d, p=%.2f)", p.Client, p.Prob)
+	}
+	return s
+}
+
+// Schedule parameters: the gaps keep "a few faults per 10s", every fault is
+// much shorter than the 3s watchdog so a correct library keeps its locks,
+// restarts come at most once per restartEvery, and nothing starts in the
+// last quietTail of the run so the end-of-run checks see a settled system.
+const (
+	firstFault   = 1500 * time.Millisecond
+	minGap       = 1 * time.Second
+	maxGap       = 4 * time.Second
+	restartEvery = 30 * time.Second
+	firstRestart = 8 * time.Second
+	semGenEvery  = 10 * time.Second
+	quietTail    = 6 * time.Second
+)
+
+// Plan is the run's fault timeline, a pure function of seed and the run's
+// length: faults one after another, never overlapping (each starts after the
+// previous one's planned end plus a gap), and a switch to a fresh generation
+// of semaphore names about every semGenEvery, placed between faults.
+// clients is how many hooked Clients each server has.
+func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x70727475726521))
+	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
+	var out []Planned
+	at := firstFault
+	lastRestart := time.Duration(-1)
+	nextGen := semGenEvery
+	var bag []FaultKind
+	for at < d-quietTail {
+		if at >= nextGen {
+			out = append(out, Planned{At: at, Kind: SemGen, Server: "A"})
+			nextGen += semGenEvery
+			at += 200 * time.Millisecond
+			continue
+		}
+		if len(bag) == 0 {
+			// A shuffled bag rather than independent draws: every stretch of
+			// eight faults has the same mix, so no seed goes without hook
+			// windows (where most bugs show) or without a restart slot.
+			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart}
+			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
+		}
+		p := Planned{At: at, Kind: bag[0], Server: "A"}
+		bag = bag[1:]
+		if rng.IntN(3) == 0 {
+			p.Server = "B"
+		}
+		if p.Kind == FaultRestart {
+			if at < firstRestart || (lastRestart >= 0 && at-lastRestart < restartEvery) {
+				// Not allowed yet: a hook window now, the restart later.
+				p.Kind = FaultHook
+				bag = append(bag, FaultRestart)
+			} else {
+				p.Server, lastRestart = "A", at
+			}
+		}
+		switch p.Kind {
+		case FaultHook:
+			p.Dur = between(500*time.Millisecond, 2*time.Second)
+			p.Client = -1
+			if n := clients[p.Server]; n > 0 && rng.IntN(2) == 0 {
+				p.Client = rng.IntN(n)
+			}
+			p.Prob = 0.2
+			p.Seed = rng.Uint64()
+		case FaultPause:
+			p.Dur = between(200*time.Millisecond, 800*time.Millisecond)
+		}
+		out = append(out, p)
+		// A restart itself takes up to a second or two; leave it room.
+		extra := time.Duration(0)
+		if p.Kind == FaultRestart {
+			extra = 2 * time.Second
+		}
+		at += p.Dur + extra + between(minGap, maxGap)
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package lockactor_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/internal/torture"
+)
+
+// The lock-torture suite (internal/torture): a seeded random workload of
+// every primitive against two real redis-server processes while faults are
+// injected, then a checker over the whole event log. It is meant to find
+// bugs; see internal/torture's documentation for what it checks.
+//
+//	LOCKACTOR_TORTURE=10m        length of each subtest (default: fixed 45s, random 30s)
+//	LOCKACTOR_TORTURE_SEED=1234  run only that seed (replay)
+//	LOCKACTOR_TORTURE_DUMP=DIR   write each run's event log to DIR/torture-<seed>.log
+const (
+	tortureEnv     = "LOCKACTOR_TORTURE"
+	tortureSeedEnv = "LOCKACTOR_TORTURE_SEED"
+	tortureDumpEnv = "LOCKACTOR_TORTURE_DUMP"
+	// violationsShown bounds how many violations of one check the failure
+	// message lists; the figures count them all.
+	violationsShown = 5
+)
+
+func TestTorture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the torture suite runs for more than a minute; skipped with -short")
+	}
+	fixed, random := 45*time.Second, 30*time.Second
+	if v := os.Getenv(tortureEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s=%q: want a positive duration such as 10m (%v)", tortureEnv, v, err)
+		}
+		fixed, random = d, d
+	}
+	if v := os.Getenv(tortureSeedEnv); v != "" {
+		seed, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want an integer seed (%v)", tortureSeedEnv, v, err)
+		}
+		t.Run("seed", func(t *testing.T) { runTorture(t, seed, fixed) })
+		return
+	}
+	t.Run("fixed", func(t *testing.T) { runTorture(t, 1, fixed) })
+	t.Run("random", func(t *testing.T) { runTorture(t, time.Now().UnixNano(), random) })
+}
+
+func runTorture(t *testing.T, seed int64, d time.Duration) {
+	replay := fmt.Sprintf("%s=%d %s=%v go test -race -run TestTorture -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d)
+	t.Logf("torture seed %d for %v; replay: %s", seed, d, replay)
+	a, b := redistest.Start(t), redistest.Start(t)
+	if a.Embedded() || b.Embedded() {
+		t.Skip("the torture suite needs real redis-server processes (SIGSTOP, restart, CLIENT KILL)")
+	}
+	dump := ""
+	if dir := os.Getenv(tortureDumpEnv); dir != "" {
+		dump = filepath.Join(dir, fmt.Sprintf("torture-%d.log", seed))
+	}
+	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, A: a, B: b, OwnerOf: lockactor.OwnerOf,
+		Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) }, DumpPath: dump})
+	t.Logf("torture seed %d figures:\n%s", seed, res.Figures)
+	if len(res.Violations) == 0 {
+		return
+	}
+	var b2 strings.Builder
+	shown := map[string]int{}
+	for _, v := range res.Violations {
+		if shown[v.Check]++; shown[v.Check] <= violationsShown {
+			fmt.Fprintf(&b2, "  %s\n", v)
+		}
+	}
+	for check, n := range shown {
+		if n > violationsShown {
+			fmt.Fprintf(&b2, "  ... and %d more %s violation(s)\n", n-violationsShown, check)
+		}
+	}
+	t.Errorf("torture seed %d: %d violation(s); replay: %s\n%s", seed, len(res.Violations), replay, b2.String())
+}
