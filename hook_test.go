@@ -5,10 +5,22 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/internal/redistest"
 )
+
+// hooked returns a go-redis client of srv with a fresh faultHook on it.
+func hooked(t *testing.T, srv *redistest.Server) (*redis.Client, *faultHook) {
+	t.Helper()
+	hook := &faultHook{}
+	rdb := srv.Client(t)
+	rdb.AddHook(hook)
+	return rdb, hook
+}
 
 // errInjected is what a faultHook makes a command fail with.
 var errInjected = errors.New("injected fault")

@@ -140,9 +140,7 @@ func TestFailedUnlockIsRetriedNotRenewed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			hook := &faultHook{}
-			rdb := srv.Client(t)
-			rdb.AddHook(hook)
+			rdb, hook := hooked(t, srv)
 			const wd = 900 * time.Millisecond
 			c := newClient(t, rdb, lockactor.WithWatchdogTimeout(wd))
 			ctx := ctxFor(t, 20*time.Second)
@@ -179,9 +177,7 @@ func TestFailedUnlockIsRetriedNotRenewed(t *testing.T) {
 // refuses is retried: no hold nobody owns is kept alive.
 func TestFailedGiveBackIsRetried(t *testing.T) {
 	srv := redistest.Start(t)
-	hook := &faultHook{}
-	rdb := srv.Client(t)
-	rdb.AddHook(hook)
+	rdb, hook := hooked(t, srv)
 	c := newClient(t, rdb)
 	ctx := ctxFor(t, 20*time.Second)
 	warmScripts(t, c, ctx)
@@ -302,9 +298,7 @@ func TestCloseBoundedOnHungRedis(t *testing.T) {
 // hold may be gone already. Lock gives it back and takes a fresh one.
 func TestLateGrantIsNotHandedOut(t *testing.T) {
 	srv := redistest.Start(t)
-	hook := &faultHook{}
-	rdb := srv.Client(t)
-	rdb.AddHook(hook)
+	rdb, hook := hooked(t, srv)
 	c := newClient(t, rdb)
 	ctx := ctxFor(t, 20*time.Second)
 	warmScripts(t, c, ctx)

@@ -26,9 +26,7 @@ import (
 // release twice, blocking the actor.)
 func TestGrantToWaiterThatLeftKeepsQueueServed(t *testing.T) {
 	srv := redistest.Start(t)
-	hook := &faultHook{}
-	rdb := srv.Client(t)
-	rdb.AddHook(hook)
+	rdb, hook := hooked(t, srv)
 	c := newClient(t, rdb)
 	ctx := ctxFor(t, 30*time.Second)
 	holder := c.FencedLock("left") // fenced: no hand-off, grants go through the queue
@@ -126,9 +124,7 @@ func TestForgottenFairWaitersAreCancelled(t *testing.T) {
 			if err := holder.Lock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			hook := &faultHook{}
-			rdb := srv.Client(t)
-			rdb.AddHook(hook)
+			rdb, hook := hooked(t, srv)
 			c := newClient(t, rdb)
 			w := c.FairLock("fair-ghost")
 			wctx, cancel := context.WithCancel(ctx)
@@ -210,9 +206,7 @@ func TestMessageBurstCoalesces(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hook := &faultHook{}
-	rdb := srv.Client(t)
-	rdb.AddHook(hook)
+	rdb, hook := hooked(t, srv)
 	waiter := newClient(t, rdb).Lock("burst")
 	done := lockAsync(ctx, waiter)
 	admin := srv.Client(t)

@@ -112,6 +112,45 @@ func (b *base) stopTimer() {
 // tickArrived notes that the work timer fired.
 func (b *base) tickArrived() { b.timerAt = time.Time{} }
 
+// steps runs step until it reports that nothing is due, one script per
+// call; after reconcileBudget of them it lets the mailbox in and posts a
+// Continue to resume.
+func (b *base) steps(step func(now time.Time) bool) {
+	for budget := reconcileBudget; step(time.Now()); budget-- {
+		if budget == 1 {
+			b.rt.system.Root.Send(b.self, cont)
+			return
+		}
+	}
+}
+
+// reconcileBudget bounds the scripts one pass runs before it lets the
+// mailbox in (a Continue message resumes it).
+const reconcileBudget = 32
+
+// soonest collects the earliest of several times; zero times are ignored.
+type soonest struct{ at time.Time }
+
+func (s *soonest) add(t time.Time) {
+	if !t.IsZero() && (s.at.IsZero() || t.Before(s.at)) {
+		s.at = t
+	}
+}
+
+// popPending removes and returns the oldest request of q still waiting for
+// an answer, dropping answered or withdrawn ones on the way; nil if none.
+func popPending(q *[]*messages.Acquire) *messages.Acquire {
+	for len(*q) > 0 {
+		m := (*q)[0]
+		(*q)[0] = nil
+		*q = (*q)[1:]
+		if m.Req.Pending() {
+			return m
+		}
+	}
+	return nil
+}
+
 // forward re-sends a caller's message that reached this actor after it left
 // the registry, so that a fresh actor serves it.
 func (b *base) forward(m any) bool {

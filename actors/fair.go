@@ -161,22 +161,18 @@ func (a *fairActor) forget(w *fairWaiter) {
 // reconcile runs what the state calls for, one script at a time, then arms
 // the timer and the waiters' subscriptions.
 func (a *fairActor) reconcile() {
-	for budget := reconcileBudget; a.step(time.Now()); budget-- {
-		if budget == 1 {
-			a.rt.system.Root.Send(a.self, cont)
-			break
-		}
-	}
+	a.steps(a.step)
 	a.settle()
 }
 
+// step runs the next script due, in order: the settlement of a lost reply,
+// owed releases, owed cancels, direct attempts, then an attempt for a waiter
+// whose retry time has come. It returns false when nothing is due.
 func (a *fairActor) step(now time.Time) bool {
+	if taken, ran := a.ledger.turn(now); taken {
+		return ran
+	}
 	switch {
-	case !a.ledger.settled():
-		if !a.ledger.settleDue(now) {
-			return false
-		}
-		a.ledger.settle()
 	case a.runOwed(now):
 	case a.runCancel(now):
 	case a.runDirect():
@@ -191,16 +187,11 @@ func (a *fairActor) step(now time.Time) bool {
 }
 
 func (a *fairActor) runDirect() bool {
-	for len(a.direct) > 0 {
-		m := a.direct[0]
-		a.direct[0] = nil
-		a.direct = a.direct[1:]
-		if m.Req.Pending() {
-			a.try(m, nil)
-			return true
-		}
+	m := popPending(&a.direct)
+	if m != nil {
+		a.try(m, nil)
 	}
-	return false
+	return m != nil
 }
 
 // dueWaiter is a waiter whose retry time has come, with its withdrawn calls
@@ -225,29 +216,24 @@ func (a *fairActor) dueWaiter(now time.Time) *fairWaiter {
 // settle subscribes every waiter to its channel and arms the work timer for
 // the earliest retry, cancel, owed release or settlement.
 func (a *fairActor) settle() {
-	var next time.Time
-	earliest := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	earliest(a.ledger.due())
-	earliest(a.owed.due())
+	var next soonest
+	next.add(a.ledger.due())
+	next.add(a.owed.due())
 	for _, c := range a.cancels {
-		earliest(c.due)
+		next.add(c.due)
 	}
 	for _, w := range a.waiting {
 		if w.subID == 0 {
 			w.subID = a.subscribe(redisio.FairChannel(a.key.Name, w.owner), &w.sig, w.wake)
 		}
 		if a.ledger.settled() {
-			earliest(w.due)
+			next.add(w.due)
 			if w.due.IsZero() {
-				earliest(time.Now())
+				next.add(time.Now())
 			}
 		}
 	}
-	a.wakeAt(next)
+	a.wakeAt(next.at)
 	a.phase = a.currentPhase()
 }
 

@@ -75,13 +75,23 @@ func (l *ledger) send(r *request) {
 	r.apply(reply)
 }
 
+// turn is the ledger's part of a reconcile step: nothing else may run while
+// a reply is unsettled. taken reports that the step is the ledger's (a
+// settlement ran, or one is pending but not yet due); ran, that something
+// was sent.
+func (l *ledger) turn(now time.Time) (taken, ran bool) {
+	if l.pending == nil {
+		return false, false
+	}
+	if now.Before(l.pending.due) {
+		return true, false
+	}
+	l.settle()
+	return true, true
+}
+
 // settled reports whether no request awaits settlement.
 func (l *ledger) settled() bool { return l.pending == nil }
-
-// settleDue reports whether the unsettled request may be asked about now.
-func (l *ledger) settleDue(now time.Time) bool {
-	return l.pending != nil && !now.Before(l.pending.due)
-}
 
 // settle asks Redis whether the unsettled request ran, and applies the
 // answer. If Redis does not answer, the request's callers are told of the

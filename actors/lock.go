@@ -65,10 +65,6 @@ const (
 // published, and local waiters race the other processes' for it.
 const handoffRun = 64
 
-// reconcileBudget bounds the scripts one pass runs before it lets the
-// mailbox in (a Continue message resumes it).
-const reconcileBudget = 32
-
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	return &lockActor{
 		base:     base{rt: rt, key: key, entry: e},
@@ -154,12 +150,7 @@ func (a *lockActor) onWake(n news) {
 // reconcile runs what the state calls for, one script at a time, then arms
 // the timers and subscription that keep the waiters' invariant.
 func (a *lockActor) reconcile() {
-	for budget := reconcileBudget; a.step(time.Now()); budget-- {
-		if budget == 1 {
-			a.rt.system.Root.Send(a.self, cont)
-			break
-		}
-	}
+	a.steps(a.step)
 	a.settle()
 }
 
@@ -167,12 +158,10 @@ func (a *lockActor) reconcile() {
 // owed releases, direct attempts, then an attempt for the queue. It returns
 // false when nothing is due.
 func (a *lockActor) step(now time.Time) bool {
+	if taken, ran := a.ledger.turn(now); taken {
+		return ran
+	}
 	switch {
-	case !a.ledger.settled():
-		if !a.ledger.settleDue(now) {
-			return false
-		}
-		a.ledger.settle()
 	case a.runOwed(now):
 	case a.runDirect():
 	default:
@@ -187,16 +176,11 @@ func (a *lockActor) step(now time.Time) bool {
 
 // runDirect makes the oldest pending direct attempt; false if none.
 func (a *lockActor) runDirect() bool {
-	for len(a.direct) > 0 {
-		m := a.direct[0]
-		a.direct[0] = nil
-		a.direct = a.direct[1:]
-		if m.Req.Pending() {
-			a.try(m, false)
-			return true
-		}
+	m := popPending(&a.direct)
+	if m != nil {
+		a.try(m, false)
 	}
-	return false
+	return m != nil
 }
 
 // candidate is the waiter to make an attempt for: the head unless the
@@ -225,14 +209,9 @@ func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 // (cannot happen after a complete pass) gets an immediate retry: the
 // invariant is enforced here, not assumed.
 func (a *lockActor) settle() {
-	var next time.Time
-	earliest := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	earliest(a.ledger.due())
-	earliest(a.owed.due())
+	var next soonest
+	next.add(a.ledger.due())
+	next.add(a.owed.due())
 	if !a.waiters.empty() {
 		if a.subID == 0 {
 			a.subID = a.subscribe(a.scheme.channel(a.key.Name), &a.sig, lockWake)
@@ -240,12 +219,12 @@ func (a *lockActor) settle() {
 		if a.ledger.settled() {
 			if a.verdict.until.IsZero() {
 				a.rt.cfg.Logger.Debug("lockactor: waiter without a retry; retrying now", "lock", a.key.Name)
-				earliest(time.Now())
+				next.add(time.Now())
 			}
-			earliest(a.verdict.until)
+			next.add(a.verdict.until)
 		}
 	}
-	a.wakeAt(next)
+	a.wakeAt(next.at)
 	a.phase = a.currentPhase()
 }
 

@@ -101,31 +101,25 @@ func (a *semaphoreActor) onWake(n news) {
 }
 
 func (a *semaphoreActor) reconcile() {
-	for budget := reconcileBudget; a.step(time.Now()); budget-- {
-		if budget == 1 {
-			a.rt.system.Root.Send(a.self, cont)
-			break
-		}
-	}
+	a.steps(a.step)
 	a.settle()
 }
 
+// step runs the next script due, in order: the settlement of a lost reply,
+// permits owed back, adjustments, direct attempts, then an attempt for the
+// head. It returns false when nothing is due.
 func (a *semaphoreActor) step(now time.Time) bool {
+	if taken, ran := a.ledger.turn(now); taken {
+		return ran
+	}
 	switch {
-	case !a.ledger.settled():
-		if !a.ledger.settleDue(now) {
-			return false
-		}
-		a.ledger.settle()
 	case a.runOwed(now):
 	case len(a.adjusts) > 0:
 		m := a.adjusts[0]
 		a.adjusts = a.adjusts[1:]
 		a.adjust(m)
 	case len(a.direct) > 0:
-		m := a.direct[0]
-		a.direct = a.direct[1:]
-		if m.Req.Pending() {
+		if m := popPending(&a.direct); m != nil {
 			a.try(m, false)
 		}
 	default:
@@ -141,26 +135,21 @@ func (a *semaphoreActor) step(now time.Time) bool {
 // settle subscribes while anyone waits and arms the work timer: for the
 // settlement, owed permits, and the re-check of a refused head.
 func (a *semaphoreActor) settle() {
-	var next time.Time
-	earliest := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	earliest(a.ledger.due())
-	earliest(a.owed.due())
+	var next soonest
+	next.add(a.ledger.due())
+	next.add(a.owed.due())
 	if !a.waiters.empty() {
 		if a.subID == 0 {
 			a.subID = a.subscribe(redisio.SemaphoreChannel(a.key.Name), &a.sig, lockWake)
 		}
 		if a.ledger.settled() {
-			earliest(a.verdict.until)
+			next.add(a.verdict.until)
 			if a.verdict.until.IsZero() {
-				earliest(time.Now())
+				next.add(time.Now())
 			}
 		}
 	}
-	a.wakeAt(next)
+	a.wakeAt(next.at)
 	a.phase = a.currentPhase()
 }
 
