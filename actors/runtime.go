@@ -277,16 +277,6 @@ func waitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
 	}
 }
 
-// closing reports whether Close has begun.
-func (rt *Runtime) closing() bool {
-	select {
-	case <-rt.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // shutdownCtx is the context for an actor's clean-up as it stops: Close's
 // deadline once Close has begun.
 func (rt *Runtime) shutdownCtx() context.Context {

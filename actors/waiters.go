@@ -84,10 +84,6 @@ func (q *waitQueue) each(fn func(*messages.Acquire) bool) {
 // empty reports whether nobody is waiting (withdrawn requests do not count).
 func (q *waitQueue) empty() bool { return q.front() == nil }
 
-// len is the number of queued requests, withdrawn ones not yet dropped
-// included.
-func (q *waitQueue) len() int { return len(q.at) }
-
 // drain removes every waiter, calling fn for each one still waiting.
 func (q *waitQueue) drain(fn func(*messages.Acquire)) {
 	for m := q.front(); m != nil; m = q.front() {
