@@ -12,25 +12,38 @@ import (
 // try sends fair_lock.lua for m, on behalf of queued waiter w (nil for a
 // direct attempt).
 func (a *fairActor) try(m *messages.Acquire, w *fairWaiter) {
-	sent := time.Now()
-	lease := a.leaseOf(m.Lease)
-	qw := a.rt.cfg.FairWait
+	r := &fairAttempt{a: a, m: m, w: w, sent: time.Now(), lease: a.leaseOf(m.Lease), qw: a.rt.cfg.FairWait}
 	if w != nil {
-		qw = w.w
+		r.qw = w.w
 	}
-	a.ledger.send(&request{
-		keep: latchKeep(lease),
-		run: func(op redisio.Op) redisio.Reply {
-			return a.rt.io.FairLock(a.rt.ctx, op, a.key.Name, m.Owner, lease, qw, sent, m.TryOnly)
-		},
-		apply: func(r redisio.Reply) { a.attempted(m, w, sent, r) },
-		fail:  func(err error) { a.attemptFailed(m, w, err) },
-		notRun: func() {
-			if w == nil && m.Req.Pending() {
-				a.direct = append([]*messages.Acquire{m}, a.direct...)
-			}
-		},
-	})
+	a.ledger.send(r)
+}
+
+// fairAttempt is one fair_lock.lua, for a queued owner or a direct request.
+type fairAttempt struct {
+	a     *fairActor
+	m     *messages.Acquire
+	w     *fairWaiter // nil for a direct attempt
+	sent  time.Time
+	lease time.Duration
+	qw    time.Duration // how long Redis keeps the owner queued without a retry
+}
+
+func (r *fairAttempt) keep() time.Duration { return latchKeep(r.lease) }
+
+func (r *fairAttempt) run(op redisio.Op) redisio.Reply {
+	return r.a.rt.io.FairLock(r.a.rt.ctx, op, r.a.key.Name, r.m.Owner, r.lease, r.qw, r.sent, r.m.TryOnly)
+}
+
+func (r *fairAttempt) apply(rep redisio.Reply) { r.a.attempted(r.m, r.w, r.sent, rep) }
+func (r *fairAttempt) fail(err error)          { r.a.attemptFailed(r.m, r.w, err) }
+
+// notRun: a queued owner retries at its time; a direct request goes again
+// first.
+func (r *fairAttempt) notRun() {
+	if r.w == nil && r.m.Req.Pending() {
+		r.a.direct = append([]*messages.Acquire{r.m}, r.a.direct...)
+	}
 }
 
 // attempted applies fair_lock.lua's reply.
@@ -121,17 +134,25 @@ func (a *fairActor) runOwed(now time.Time) bool {
 	if o == nil {
 		return false
 	}
-	a.ledger.send(&request{
-		keep: latchKeep(o.lease),
-		run: func(op redisio.Op) redisio.Reply {
-			return a.rt.io.FairUnlock(a.rt.ctx, op, a.key.Name, o.k.owner, o.lease, time.Now())
-		},
-		apply:  func(r redisio.Reply) { a.released(o, r) },
-		fail:   func(err error) { o.answer(messages.ReleaseResult{Err: err}) },
-		notRun: func() { a.retryOwed(&a.owed, o) },
-	})
+	a.ledger.send(&fairRelease{a: a, o: o})
 	return true
 }
+
+// fairRelease is one owed fair_unlock.lua.
+type fairRelease struct {
+	a *fairActor
+	o *owed
+}
+
+func (r *fairRelease) keep() time.Duration { return latchKeep(r.o.lease) }
+
+func (r *fairRelease) run(op redisio.Op) redisio.Reply {
+	return r.a.rt.io.FairUnlock(r.a.rt.ctx, op, r.a.key.Name, r.o.k.owner, r.o.lease, time.Now())
+}
+
+func (r *fairRelease) apply(rep redisio.Reply) { r.a.released(r.o, rep) }
+func (r *fairRelease) fail(err error)          { r.o.answer(messages.ReleaseResult{Err: err}) }
+func (r *fairRelease) notRun()                 { r.a.retryOwed(&r.a.owed, r.o) }
 
 func (a *fairActor) released(o *owed, r redisio.Reply) {
 	res, err := r.Unlock()

@@ -9,20 +9,24 @@ import (
 
 // request is one state-changing script an actor sends, with what to do with
 // its reply. Every such script runs latched (see redisio), so it is applied
-// at most once however often go-redis sends it.
-type request struct {
-	keep time.Duration // how long its latch must outlive it
-	run  func(op redisio.Op) redisio.Reply
+// at most once however often go-redis sends it. The kinds: lockAttempt and
+// lockRelease (lock_ops.go), fairAttempt and fairRelease (fair_ops.go),
+// semAttempt, semGiveBack and semAdjust (semaphore.go).
+type request interface {
+	// keep is how long the request's latch must outlive it.
+	keep() time.Duration
+	// run sends the script.
+	run(op redisio.Op) redisio.Reply
 	// apply takes the reply: the script's answer or its error. It runs once,
 	// also when the reply was lost and the latch later told what it was.
-	apply func(redisio.Reply)
+	apply(redisio.Reply)
 	// fail tells the request's callers that it failed, before its outcome is
 	// known; apply or notRun still follows. Answers are once-only, so apply
 	// may answer again harmlessly.
-	fail func(err error)
+	fail(err error)
 	// notRun: the request never ran and now never will (it was cancelled in
 	// Redis).
-	notRun func()
+	notRun()
 }
 
 // ledger numbers an actor's requests and holds the one whose reply was lost
@@ -43,7 +47,7 @@ type ledger struct {
 
 // unsettled is a request whose reply was lost.
 type unsettled struct {
-	req     *request
+	req     request
 	op      redisio.Op
 	err     error // the error that lost the reply
 	told    bool  // fail has run
@@ -64,8 +68,8 @@ func newLedger(rt *Runtime, name string) ledger {
 
 // send runs r now. A reply lost in transit leaves r unsettled: the caller's
 // next steps wait for settle.
-func (l *ledger) send(r *request) {
-	op := redisio.Op{Latch: l.latch, Seq: l.rt.seq.Add(1), Keep: r.keep}
+func (l *ledger) send(r request) {
+	op := redisio.Op{Latch: l.latch, Seq: l.rt.seq.Add(1), Keep: r.keep()}
 	l.last, l.forgotten = op.Seq, false
 	reply := r.run(op)
 	if reply.Failed() && redisio.Unknown(reply.Err) {

@@ -144,13 +144,17 @@ func (a *lockActor) onWake(n news) {
 		return // our own release's echo, or a resubscription while we hold
 	}
 	a.verdict = verdict{}
-	a.wokenByMsg = n.msgs > 0
+	// The attempt this pass makes for the queue answers a release message:
+	// if it wins, we requeue (see attempted). Only a waiter queued now can
+	// have raced for it.
+	a.wokenByMsg = n.msgs > 0 && !a.waiters.empty()
 }
 
 // reconcile runs what the state calls for, one script at a time, then arms
 // the timers and subscription that keep the waiters' invariant.
 func (a *lockActor) reconcile() {
 	a.steps(a.step)
+	a.wokenByMsg = false
 	a.settle()
 }
 

@@ -13,21 +13,40 @@ import (
 // try sends m's acquire script; queued says m waits in the queue (else it is
 // a direct attempt).
 func (a *lockActor) try(m *messages.Acquire, queued bool) {
-	sent := time.Now()
-	lease := a.leaseOf(m.Lease)
-	byMsg := a.wokenByMsg
-	a.wokenByMsg = false
-	a.ledger.send(&request{
-		keep:  latchKeep(lease),
-		run:   func(op redisio.Op) redisio.Reply { return a.scheme.acquire(a, op, m, lease) },
-		apply: func(r redisio.Reply) { a.attempted(m, queued, byMsg, sent, r) },
-		fail:  func(err error) { a.attemptFailed(m, queued, err) },
-		notRun: func() {
-			if !queued && m.Req.Pending() {
-				a.direct = append([]*messages.Acquire{m}, a.direct...)
-			}
-		},
-	})
+	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, sent: time.Now(), lease: a.leaseOf(m.Lease)}
+	if queued {
+		a.wokenByMsg = false
+	}
+	a.ledger.send(r)
+}
+
+// lockAttempt is one acquire script, for a queued or a direct request.
+type lockAttempt struct {
+	a      *lockActor
+	m      *messages.Acquire
+	queued bool // m waits in the queue; else a direct attempt
+	byMsg  bool // it answers a release message
+	sent   time.Time
+	lease  time.Duration
+}
+
+func (r *lockAttempt) keep() time.Duration { return latchKeep(r.lease) }
+
+func (r *lockAttempt) run(op redisio.Op) redisio.Reply {
+	return r.a.scheme.acquire(r.a, op, r.m, r.lease)
+}
+
+func (r *lockAttempt) apply(rep redisio.Reply) {
+	r.a.attempted(r.m, r.queued, r.byMsg, r.sent, rep)
+}
+
+func (r *lockAttempt) fail(err error) { r.a.attemptFailed(r.m, r.queued, err) }
+
+// notRun: a queued request just stays queued; a direct one goes again first.
+func (r *lockAttempt) notRun() {
+	if !r.queued && r.m.Req.Pending() {
+		r.a.direct = append([]*messages.Acquire{r.m}, r.a.direct...)
+	}
 }
 
 // attempted applies an acquire script's reply.
@@ -114,32 +133,43 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 // owe gives up one hold of k and queues its release (see holdBook.owe).
 func (a *lockActor) owe(k holdKey, m *messages.Release) { a.holdBook.owe(&a.owed, k, m) }
 
-// runOwed sends the first owed release that is due; false if none.
+// runOwed sends the first owed release that is due; false if none. With a
+// local waiter to take over, the release hands the lock to it in the same
+// script.
 func (a *lockActor) runOwed(now time.Time) bool {
 	o := a.owed.next(now)
 	if o == nil {
 		return false
 	}
-	sent := time.Now()
-	head := a.handoffTarget(o)
-	run := func(op redisio.Op) redisio.Reply { return a.scheme.release(a, op, o.k, o.lease) }
-	keep := latchKeep(o.lease)
-	if head != nil {
-		nextLease := a.leaseOf(head.Lease)
-		run = func(op redisio.Op) redisio.Reply {
-			return a.scheme.handoff(a, op, o.k, o.lease, head, nextLease)
-		}
-		keep = latchKeep(max(o.lease, nextLease))
+	r := &lockRelease{a: a, o: o, head: a.handoffTarget(o), sent: time.Now()}
+	if r.head != nil {
+		r.nextLease = a.leaseOf(r.head.Lease)
 	}
-	a.ledger.send(&request{
-		keep:   keep,
-		run:    run,
-		apply:  func(r redisio.Reply) { a.released(o, head, sent, r) },
-		fail:   func(err error) { o.answer(messages.ReleaseResult{Err: err}) },
-		notRun: func() { a.retryOwed(o) },
-	})
+	a.ledger.send(r)
 	return true
 }
+
+// lockRelease is one owed release, or a hand-off to head when head is set.
+type lockRelease struct {
+	a         *lockActor
+	o         *owed
+	head      *messages.Acquire
+	nextLease time.Duration
+	sent      time.Time
+}
+
+func (r *lockRelease) keep() time.Duration { return latchKeep(max(r.o.lease, r.nextLease)) }
+
+func (r *lockRelease) run(op redisio.Op) redisio.Reply {
+	if r.head != nil {
+		return r.a.scheme.handoff(r.a, op, r.o.k, r.o.lease, r.head, r.nextLease)
+	}
+	return r.a.scheme.release(r.a, op, r.o.k, r.o.lease)
+}
+
+func (r *lockRelease) apply(rep redisio.Reply) { r.a.released(r.o, r.head, r.sent, rep) }
+func (r *lockRelease) fail(err error)          { r.o.answer(messages.ReleaseResult{Err: err}) }
+func (r *lockRelease) notRun()                 { r.a.retryOwed(r.o) }
 
 // handoffTarget is the waiter o's release may hand the lock to in the same
 // script, or nil: only an owner's last exclusive hold, to another owner's

@@ -22,14 +22,15 @@ func (c *Conn) FairLock(ctx context.Context, op Op, name, owner string, lease, w
 	if tryOnly {
 		once = "1"
 	}
-	return c.runLatched(ctx, scripts.Latched.FairLock, op, c.fairKeys(name), ms(lease), owner, ms(w), now.UnixMilli(), once)
+	keys := []string{name, FairQueue(name), FairTimeouts(name), op.Latch}
+	return c.runLatched(ctx, scripts.Latched.FairLock, keys, ms(lease), owner, ms(w), now.UnixMilli(), once, op.Seq, op.keepMS())
 }
 
 // FairUnlock runs fair_unlock.lua for one hold of owner (read with
 // Reply.Unlock).
 func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration, now time.Time) Reply {
-	keys := append(c.fairKeys(name), LockChannel(name))
-	return c.runLatched(ctx, scripts.Latched.FairUnlock, op, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), c.publish)
+	keys := []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name), op.Latch}
+	return c.runLatched(ctx, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), c.publish, op.Seq, op.keepMS())
 }
 
 // FairCancel takes owner out of the queue (fair_cancel.lua); true if it was

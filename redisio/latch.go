@@ -55,13 +55,16 @@ func Unknown(err error) bool {
 	return !errors.As(err, &re)
 }
 
-// runLatched runs a latched script: the body's keys and args, then the latch.
-func (c *Conn) runLatched(ctx context.Context, s *redis.Script, op Op, keys []string, args ...any) Reply {
-	keys = append(keys, op.Latch)
-	args = append(args, strconv.FormatUint(op.Seq, 10), ms(op.Keep))
+// runLatched runs a latched script. keys and args are the body's followed
+// by the latch's: op.Latch, and op.Seq and op.keepMS() (see latched), built
+// by the caller in one go to spare allocations on the hot path.
+func (c *Conn) runLatched(ctx context.Context, s *redis.Script, keys []string, args ...any) Reply {
 	v, err := s.Run(ctx, c.rdb, keys, args...).Result()
 	return Reply{Val: v, Err: err}
 }
+
+// keepMS is the latch's lifetime in whole milliseconds, at least 1.
+func (op Op) keepMS() int64 { return max(op.Keep.Milliseconds(), 1) }
 
 // Resolve settles a request whose reply was lost: ran reports whether it ran,
 // and then r is its recorded reply. A request that had not run is cancelled

@@ -17,26 +17,26 @@ import (
 // Lock runs lock.lua: granted, or the holder's remaining time to live
 // (negative when the key exists without an expiry). Read with Reply.Acquire.
 func (c *Conn) Lock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.runLatched(ctx, scripts.Latched.Lock, op, []string{name}, ms(lease), owner)
+	return c.runLatched(ctx, scripts.Latched.Lock, []string{name, op.Latch}, ms(lease), owner, op.Seq, op.keepMS())
 }
 
 // FencedLock runs fenced_lock.lua: granted with the hold's fencing token, or
 // the holder's remaining time to live. Read with Reply.Fenced.
 func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.runLatched(ctx, scripts.Latched.FencedLock, op, []string{name, TokenKey(name)}, ms(lease), owner)
+	return c.runLatched(ctx, scripts.Latched.FencedLock, []string{name, TokenKey(name), op.Latch}, ms(lease), owner, op.Seq, op.keepMS())
 }
 
 // Unlock runs unlock.lua for one hold of owner. Read with Reply.Unlock.
 func (c *Conn) Unlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	keys := []string{name, LockChannel(name)}
-	return c.runLatched(ctx, scripts.Latched.Unlock, op, keys, UnlockMessage, ms(lease), owner, c.publish)
+	keys := []string{name, LockChannel(name), op.Latch}
+	return c.runLatched(ctx, scripts.Latched.Unlock, keys, UnlockMessage, ms(lease), owner, c.publish, op.Seq, op.keepMS())
 }
 
 // Handoff releases one hold of owner and, if it was the last, gives the lock
 // to next with nextLease in the same script (handoff.lua). Read with
 // Reply.Unlock.
 func (c *Conn) Handoff(ctx context.Context, op Op, name, owner string, lease time.Duration, next string, nextLease time.Duration) Reply {
-	return c.runLatched(ctx, scripts.Latched.Handoff, op, []string{name}, ms(lease), owner, next, ms(nextLease))
+	return c.runLatched(ctx, scripts.Latched.Handoff, []string{name, op.Latch}, ms(lease), owner, next, ms(nextLease), op.Seq, op.keepMS())
 }
 
 // Renew re-applies lease while owner still holds the lock; false when it does

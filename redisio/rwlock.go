@@ -19,8 +19,8 @@ func WriteField(owner string) string { return owner + ":write" }
 // ReadLock runs read_lock.lua: granted, or the holder's remaining TTL (read
 // with Reply.Acquire).
 func (c *Conn) ReadLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	keys := []string{name, RWHoldPrefix(name, owner)}
-	return c.runLatched(ctx, scripts.Latched.ReadLock, op, keys, ms(lease), owner, WriteField(owner))
+	keys := []string{name, RWHoldPrefix(name, owner), op.Latch}
+	return c.runLatched(ctx, scripts.Latched.ReadLock, keys, ms(lease), owner, WriteField(owner), op.Seq, op.keepMS())
 }
 
 // upgradeReply is write_lock.lua's answer to an owner holding only reads.
@@ -28,21 +28,21 @@ const upgradeReply = -3
 
 // WriteLock runs write_lock.lua (read with Reply.Write).
 func (c *Conn) WriteLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.runLatched(ctx, scripts.Latched.WriteLock, op, []string{name}, ms(lease), WriteField(owner), owner)
+	return c.runLatched(ctx, scripts.Latched.WriteLock, []string{name, op.Latch}, ms(lease), WriteField(owner), owner, op.Seq, op.keepMS())
 }
 
 // ReadUnlock runs read_unlock.lua for one read hold of owner (read with
 // Reply.Unlock).
 func (c *Conn) ReadUnlock(ctx context.Context, op Op, name, owner string) Reply {
-	keys := []string{name, RWChannel(name), RWHoldPrefix(name, owner), suffixBase(name)}
-	return c.runLatched(ctx, scripts.Latched.ReadUnlock, op, keys, ReadUnlockMessage, owner, c.publish)
+	keys := []string{name, RWChannel(name), RWHoldPrefix(name, owner), suffixBase(name), op.Latch}
+	return c.runLatched(ctx, scripts.Latched.ReadUnlock, keys, ReadUnlockMessage, owner, c.publish, op.Seq, op.keepMS())
 }
 
 // WriteUnlock runs write_unlock.lua for one write hold of owner (read with
 // Reply.Unlock).
 func (c *Conn) WriteUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	keys := []string{name, RWChannel(name)}
-	return c.runLatched(ctx, scripts.Latched.WriteUnlock, op, keys, WriteUnlockMessage, ms(lease), WriteField(owner), c.publish)
+	keys := []string{name, RWChannel(name), op.Latch}
+	return c.runLatched(ctx, scripts.Latched.WriteUnlock, keys, WriteUnlockMessage, ms(lease), WriteField(owner), c.publish, op.Seq, op.keepMS())
 }
 
 // RWRenew renews owner's read holds (write false) or write holds (write true).

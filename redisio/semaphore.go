@@ -15,21 +15,21 @@ import (
 // SemaphoreAcquire takes n permits if that many are available: 1 taken, 0 not
 // (read with Reply.Int).
 func (c *Conn) SemaphoreAcquire(ctx context.Context, op Op, name string, n int) Reply {
-	return c.runLatched(ctx, scripts.Latched.SemaphoreAcquire, op, []string{name}, n)
+	return c.runLatched(ctx, scripts.Latched.SemaphoreAcquire, []string{name, op.Latch}, n, op.Seq, op.keepMS())
 }
 
 // SemaphoreAdd adds n permits (n < 0 removes) and publishes the new count,
 // which it returns (read with Reply.Int).
 func (c *Conn) SemaphoreAdd(ctx context.Context, op Op, name string, n int) Reply {
-	keys := []string{name, SemaphoreChannel(name)}
-	return c.runLatched(ctx, scripts.Latched.SemaphoreRelease, op, keys, n, c.publish)
+	keys := []string{name, SemaphoreChannel(name), op.Latch}
+	return c.runLatched(ctx, scripts.Latched.SemaphoreRelease, keys, n, c.publish, op.Seq, op.keepMS())
 }
 
 // SemaphoreSet sets the count to n unless it is set: 1 set, 0 it existed
 // (read with Reply.Int).
 func (c *Conn) SemaphoreSet(ctx context.Context, op Op, name string, n int) Reply {
-	keys := []string{name, SemaphoreChannel(name)}
-	return c.runLatched(ctx, scripts.Latched.SemaphoreSet, op, keys, n, c.publish)
+	keys := []string{name, SemaphoreChannel(name), op.Latch}
+	return c.runLatched(ctx, scripts.Latched.SemaphoreSet, keys, n, c.publish, op.Seq, op.keepMS())
 }
 
 // SemaphoreGet is the count available (0 when unset).

@@ -22,42 +22,27 @@ local seq = ARGV[#ARGV - 1]
 
 -- A reply is kept as "<seq>:<code>": n (nil), i<int> or a<int>,<int>,...;
 -- "c" marks a request cancelled before it ran.
-local function decode(code)
-    local kind, rest = string.sub(code, 1, 1), string.sub(code, 2)
-    if kind == 'i' then
-        return tonumber(rest)
-    elseif kind == 'a' then
-        local out = {}
-        for part in string.gmatch(rest, '[^,]+') do
-            out[#out + 1] = tonumber(part)
-        end
-        return out
-    end
-    return nil
-end
-
-local function encode(reply)
-    if type(reply) == 'number' then
-        return 'i' .. string.format('%d', reply)
-    elseif type(reply) == 'table' then
-        local parts = {}
-        for i, v in ipairs(reply) do
-            parts[i] = string.format('%d', v)
-        end
-        return 'a' .. table.concat(parts, ',')
-    end
-    return 'n'
-end
-
 local kept = redis.call('get', latch)
 if kept then
     local at = string.find(kept, ':', 1, true)
-    local ran, code = tonumber(string.sub(kept, 1, at - 1)), string.sub(kept, at + 1)
-    if ran == tonumber(seq) and code ~= 'c' then
-        return decode(code)
-    end
+    local ran = tonumber(string.sub(kept, 1, at - 1))
     if ran >= tonumber(seq) then
-        return redis.error_reply('LOCKACTOR_SKIPPED request ' .. seq)
+        local code = string.sub(kept, at + 1)
+        if ran > tonumber(seq) or code == 'c' then
+            return redis.error_reply('LOCKACTOR_SKIPPED request ' .. seq)
+        end
+        -- The same request again: replay its reply.
+        local kind = string.sub(code, 1, 1)
+        if kind == 'i' then
+            return tonumber(string.sub(code, 2))
+        elseif kind == 'a' then
+            local out = {}
+            for part in string.gmatch(string.sub(code, 2), '[^,]+') do
+                out[#out + 1] = tonumber(part)
+            end
+            return out
+        end
+        return nil
     end
 end
 
@@ -66,5 +51,15 @@ local function body()
 end
 
 local reply = body()
-redis.call('set', latch, seq .. ':' .. encode(reply), 'px', ARGV[#ARGV])
+local code = 'n'
+if type(reply) == 'number' then
+    code = 'i' .. string.format('%d', reply)
+elseif type(reply) == 'table' then
+    local parts = {}
+    for i = 1, #reply do
+        parts[i] = string.format('%d', reply[i])
+    end
+    code = 'a' .. table.concat(parts, ',')
+end
+redis.call('set', latch, seq .. ':' .. code, 'px', ARGV[#ARGV])
 return reply

@@ -1,0 +1,141 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/lockactor/lockactor/messages"
+	"github.com/lockactor/lockactor/redisio"
+)
+
+// The scripts a semaphoreActor runs and what their replies do to its state.
+
+// try sends the acquire script for m (queued: the head of the queue).
+func (a *semaphoreActor) try(m *messages.Acquire, queued bool) {
+	a.ledger.send(&semAttempt{a: a, m: m, queued: queued})
+}
+
+// semAttempt is one semaphore_acquire.lua.
+type semAttempt struct {
+	a      *semaphoreActor
+	m      *messages.Acquire
+	queued bool
+}
+
+func (r *semAttempt) keep() time.Duration { return semaphoreKeep }
+
+func (r *semAttempt) run(op redisio.Op) redisio.Reply {
+	return r.a.rt.io.SemaphoreAcquire(r.a.rt.ctx, op, r.a.key.Name, r.m.Permits)
+}
+
+func (r *semAttempt) apply(rep redisio.Reply) { r.a.attempted(r.m, r.queued, rep) }
+func (r *semAttempt) fail(err error)          { r.a.attemptFailed(r.m, r.queued, err) }
+
+func (r *semAttempt) notRun() {
+	if !r.queued && r.m.Req.Pending() {
+		r.a.direct = append([]*messages.Acquire{r.m}, r.a.direct...)
+	}
+}
+
+func (a *semaphoreActor) attempted(m *messages.Acquire, queued bool, r redisio.Reply) {
+	n, err := r.Int()
+	switch {
+	case err != nil:
+		a.attemptFailed(m, queued, err)
+	case n == 1:
+		if queued {
+			a.waiters.remove(m.Req)
+		}
+		if !m.Req.Answer(messages.Result{Granted: true}) {
+			// Taken for a caller that has gone: they go straight back.
+			a.owed.push(&owed{n: m.Permits, due: time.Now()})
+		}
+	case m.TryOnly:
+		m.Req.Answer(messages.Result{})
+	default:
+		a.verdict = semVerdict{until: time.Now().Add(a.rt.cfg.SemaphoreRecheck), permits: m.Permits}
+	}
+}
+
+func (a *semaphoreActor) attemptFailed(m *messages.Acquire, queued bool, err error) {
+	m.Req.Answer(messages.Result{Err: err})
+	if queued {
+		a.waiters.remove(m.Req)
+		a.waiters.drain(func(w *messages.Acquire) { w.Req.Answer(messages.Result{Err: err}) })
+	}
+}
+
+// runOwed gives back the first owed permits that are due; false if none.
+// Permits are retried until Redis confirms them, for as long as the Client
+// lives: unlike a lock, nothing expires them.
+func (a *semaphoreActor) runOwed(now time.Time) bool {
+	o := a.owed.next(now)
+	if o == nil {
+		return false
+	}
+	a.ledger.send(&semGiveBack{a: a, o: o})
+	return true
+}
+
+// semGiveBack is one owed semaphore_release.lua.
+type semGiveBack struct {
+	a *semaphoreActor
+	o *owed
+}
+
+func (r *semGiveBack) keep() time.Duration { return semaphoreKeep }
+
+func (r *semGiveBack) run(op redisio.Op) redisio.Reply {
+	return r.a.rt.io.SemaphoreAdd(r.a.rt.ctx, op, r.a.key.Name, r.o.n)
+}
+
+func (r *semGiveBack) apply(rep redisio.Reply) {
+	if _, err := rep.Int(); err != nil {
+		r.o.answer(messages.ReleaseResult{Err: err})
+		r.notRun()
+		return
+	}
+	r.o.answer(messages.ReleaseResult{})
+	r.a.verdict = semVerdict{} // more permits: the head may fit now
+}
+
+func (r *semGiveBack) fail(err error) { r.o.answer(messages.ReleaseResult{Err: err}) }
+
+// notRun retries later, backing off.
+func (r *semGiveBack) notRun() {
+	r.o.later(time.Now(), owedMax)
+	r.a.owed.push(r.o)
+}
+
+// adjust runs an AddPermits or TrySetPermits once. Its answer is final when
+// Redis gave one; when the reply was lost it waits for the settlement, and
+// if that fails too the caller is told the outcome is unknown.
+func (a *semaphoreActor) adjust(m *messages.Adjust) {
+	a.ledger.send(&semAdjust{a: a, m: m})
+}
+
+// semAdjust is one AddPermits (semaphore_release.lua) or TrySetPermits
+// (semaphore_set.lua).
+type semAdjust struct {
+	a *semaphoreActor
+	m *messages.Adjust
+}
+
+func (r *semAdjust) keep() time.Duration { return semaphoreKeep }
+
+func (r *semAdjust) run(op redisio.Op) redisio.Reply {
+	if r.m.SetOnly {
+		return r.a.rt.io.SemaphoreSet(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
+	}
+	return r.a.rt.io.SemaphoreAdd(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
+}
+
+func (r *semAdjust) apply(rep redisio.Reply) {
+	n, err := rep.Int()
+	answerAdjust(r.m, messages.AdjustResult{Set: r.m.SetOnly && n == 1, Err: err})
+	if err == nil {
+		r.a.verdict = semVerdict{}
+	}
+}
+
+func (r *semAdjust) fail(err error) { answerAdjust(r.m, messages.AdjustResult{Err: err}) }
+func (r *semAdjust) notRun()        { answerAdjust(r.m, messages.AdjustResult{Err: errNotApplied}) }
