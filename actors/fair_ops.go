@@ -144,7 +144,12 @@ type fairRelease struct {
 	o *owed
 }
 
-func (r *fairRelease) keep() time.Duration { return latchKeep(r.o.lease) }
+func (r *fairRelease) keep() time.Duration {
+	if r.o.last && len(r.a.holds) == 0 && r.a.owed.len() == 0 && len(r.a.direct) == 0 && len(r.a.waiting) == 0 {
+		return finalKeep
+	}
+	return latchKeep(r.o.lease)
+}
 
 func (r *fairRelease) run(op redisio.Op) redisio.Reply {
 	return r.a.rt.io.FairUnlock(r.a.rt.ctx, op, r.a.key.Name, r.o.k.owner, r.o.lease, time.Now())
@@ -161,13 +166,13 @@ func (a *fairActor) released(o *owed, r redisio.Reply) {
 		a.retryOwed(&a.owed, o)
 		return
 	}
+	if res == redisio.NotHeld && o.h != nil {
+		a.gone(o.k, o.h) // Lost closes before the caller hears ErrNotHeld
+	}
 	o.answer(messages.ReleaseResult{
 		NotHeld: res == redisio.NotHeld,
 		Gone:    res == redisio.Released || res == redisio.Left,
 	})
-	if res == redisio.NotHeld && o.h != nil {
-		a.gone(o.k, o.h)
-	}
 }
 
 // runCancel sends the first fair_cancel that is due; false if none. Running

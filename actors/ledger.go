@@ -37,8 +37,9 @@ type ledger struct {
 	rt    *Runtime
 	latch string // redisio.LatchKey of the name and Client
 
-	last    uint64 // the sequence number of the last request sent
-	pending *unsettled
+	last     uint64        // the sequence number of the last request sent
+	lastKeep time.Duration // how long its latch lives
+	pending  *unsettled
 
 	// forgotten: the latch of the last request was deleted (or never
 	// written), so retiring has nothing to clean up.
@@ -70,7 +71,7 @@ func newLedger(rt *Runtime, name string) ledger {
 // next steps wait for settle.
 func (l *ledger) send(r request) {
 	op := redisio.Op{Latch: l.latch, Seq: l.rt.seq.Add(1), Keep: r.keep()}
-	l.last, l.forgotten = op.Seq, false
+	l.last, l.lastKeep, l.forgotten = op.Seq, op.Keep, false
 	reply := r.run(op)
 	if reply.Failed() && redisio.Unknown(reply.Err) {
 		l.pending = &unsettled{req: r, op: op, err: reply.Err, due: time.Now()}
@@ -129,9 +130,10 @@ func (l *ledger) due() time.Time {
 }
 
 // forget deletes the latch once the actor is about to retire: its last
-// request is settled, so nobody will ask about it again.
+// request is settled, so nobody will ask about it again. A short-lived
+// record (finalKeep) is left to expire.
 func (l *ledger) forget() {
-	if l.forgotten || l.pending != nil {
+	if l.forgotten || l.pending != nil || l.lastKeep <= finalKeep {
 		return
 	}
 	l.forgotten = true
@@ -143,6 +145,15 @@ func (l *ledger) forget() {
 func latchKeep(lease time.Duration) time.Duration {
 	return max(lease, 10*time.Second) + 10*time.Second
 }
+
+// finalKeep is the latch's life for a release that leaves the actor nothing
+// to hold, await or owe (a lock's usual last request): long enough for
+// go-redis's re-sends and an immediate settlement, short enough that the
+// latch expires by itself and needs no deletion when the actor retires. A
+// settlement that comes later finds no record and concludes "did not run":
+// the release is sent again and finds nothing held, which changes nothing,
+// since no new request on the name goes out before the settlement.
+const finalKeep = 5 * time.Second
 
 // errNotApplied answers a request that Redis never ran, when its reply had
 // been lost and the caller still waits.

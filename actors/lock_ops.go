@@ -158,7 +158,12 @@ type lockRelease struct {
 	sent      time.Time
 }
 
-func (r *lockRelease) keep() time.Duration { return latchKeep(max(r.o.lease, r.nextLease)) }
+func (r *lockRelease) keep() time.Duration {
+	if r.head == nil && r.o.last && r.a.emptied() {
+		return finalKeep
+	}
+	return latchKeep(max(r.o.lease, r.nextLease))
+}
 
 func (r *lockRelease) run(op redisio.Op) redisio.Reply {
 	if r.head != nil {
@@ -193,15 +198,17 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.retryOwed(o)
 		return
 	}
+	if res == redisio.NotHeld && o.h != nil {
+		// The hold had been lost before the release: Lost closes before the
+		// caller hears ErrNotHeld.
+		a.gone(o.k, o.h)
+	}
 	o.answer(messages.ReleaseResult{
 		NotHeld: res == redisio.NotHeld,
 		Gone:    res == redisio.Released || res == redisio.Left || res == redisio.HandedOver,
 	})
 	switch res {
 	case redisio.NotHeld:
-		if o.h != nil { // the hold had been lost before the release
-			a.gone(o.k, o.h)
-		}
 		a.verdict = verdict{}
 	case redisio.HandedOver:
 		a.handoffs++

@@ -66,11 +66,17 @@ func (c *Conn) runLatched(ctx context.Context, s *redis.Script, keys []string, a
 // keepMS is the latch's lifetime in whole milliseconds, at least 1.
 func (op Op) keepMS() int64 { return max(op.Keep.Milliseconds(), 1) }
 
+// TombstoneKeep is the least a cancelled request's mark is kept: a copy of
+// the request still on its way (a paused server, a slow network) must find
+// it, however short-lived the request's own record would have been.
+const TombstoneKeep = time.Minute
+
 // Resolve settles a request whose reply was lost: ran reports whether it ran,
 // and then r is its recorded reply. A request that had not run is cancelled
 // in the same step, so it never will.
 func (c *Conn) Resolve(ctx context.Context, op Op) (ran bool, r Reply, err error) {
-	vals, err := scripts.Resolve.Run(ctx, c.rdb, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), ms(op.Keep)).Slice()
+	keep := ms(max(op.Keep, TombstoneKeep))
+	vals, err := scripts.Resolve.Run(ctx, c.rdb, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), keep).Slice()
 	if err != nil {
 		return false, Reply{}, err
 	}
