@@ -160,6 +160,11 @@ func TestSpans(t *testing.T) {
 	if s := SafeSpans(l)[0]; s.B != at(40) || s.By != ByForce {
 		t.Errorf("safe span = %v by %s, want the ForceUnlock's start", s.Interval, s.By)
 	}
+	if s := LiveSpans(l)[0]; s.B != at(101) || s.By != ByUnlock {
+		t.Errorf("live span = %v by %s, want the Unlock's return: its OK says the hold outlived the ForceUnlock", s.Interval, s.By)
+	}
+	h.DoneOut = OutNotHeld
+	l = logOf(1000, []Hold{h}, []Call{{ID: 2, Op: OpForceUnlock, Res: []string{"A/l"}, Start: at(40), End: at(45)}}, nil)
 	if s := LiveSpans(l)[0]; s.B != at(45) || s.By != ByForce {
 		t.Errorf("live span = %v by %s, want the ForceUnlock's end", s.Interval, s.By)
 	}

@@ -93,6 +93,12 @@ func spans(l *Log, live bool) []Span {
 			if !h.AcqStart.Before(fEnd) || !s.B.After(f.Start) {
 				continue
 			}
+			if live && survived(h) {
+				// The grant's script ran after the deletion after all: the
+				// owner's Unlock found the hold, and Lost never closed.
+				// Ending it at the deletion would invent a gap.
+				continue
+			}
 			if live {
 				cut(fEnd, ByForce)
 			} else {
@@ -116,6 +122,12 @@ func spans(l *Log, live bool) []Span {
 		out = append(out, s)
 	}
 	return out
+}
+
+// survived reports evidence that a hold outlived every ForceUnlock that may
+// have deleted it: its Unlock returned OK and its Lost channel never closed.
+func survived(h *Hold) bool {
+	return h.Lost.IsZero() && !h.Done.IsZero() && h.DoneOut == OutOK
 }
 
 // serverOf is the server part of a resource "<server>/<name>".
