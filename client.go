@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor/actors"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // Client is the embedded runtime over one Redis deployment. Make one per
@@ -58,13 +59,19 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.fairWait <= 0 {
 		return nil, fmt.Errorf("%w: fair lock wait timeout %v <= 0", ErrInvalidArgument, o.fairWait)
 	}
+	if o.syncReplicas != 0 && o.syncTimeout <= 0 {
+		return nil, fmt.Errorf("%w: replica sync timeout %v <= 0", ErrInvalidArgument, o.syncTimeout)
+	}
 	if o.pubsubHealth <= 0 {
 		return nil, fmt.Errorf("%w: pub/sub health check %v <= 0", ErrInvalidArgument, o.pubsubHealth)
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
-	sharded := cluster
+	sharding := redisio.ShardAuto
 	if o.sharded != nil {
-		sharded = *o.sharded
+		sharding = redisio.ShardOff
+		if *o.sharded {
+			sharding = redisio.ShardOn
+		}
 	}
 	c := &Client{
 		id:      uuid.NewString(),
@@ -80,7 +87,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		PubSubHealth: o.pubsubHealth,
 		Logger:       o.logger,
 
-		ShardedPubSub: sharded,
+		Sharding:    sharding,
+		ReplicaSync: redisio.SyncPolicy{Replicas: o.syncReplicas, Timeout: o.syncTimeout},
 	})
 	return c, nil
 }
@@ -118,16 +126,22 @@ func (c *Client) Close() error {
 func (c *Client) ID() string { return c.id }
 
 // slotSafe reports whether every key and channel derived from name lands in
-// name's Cluster slot: true unless the name has a '{' without a usable hash
-// tag ("{}" or "}{"), in which case the auxiliary keys cannot follow it.
+// name's own Cluster slot. Auxiliary keys are "prefix:{name}" for a name
+// without '{' (so a '}' in it would end the hash tag early: "a}b" puts its
+// channel in slot "a") and "prefix:name" for a name with '{', which then
+// needs a non-empty hash tag ("{}" or "x{" leave the key hashed whole).
 func slotSafe(name string) bool {
 	open := strings.IndexByte(name, '{')
 	if open < 0 {
-		return true
+		return !strings.Contains(name, "}")
 	}
 	end := strings.IndexByte(name[open+1:], '}')
 	return end > 0
 }
+
+// slotProblem is the ErrInvalidArgument text for a name slotSafe refuses.
+const slotProblem = "on a Redis Cluster a name needs every key it derives in one slot: " +
+	"no '}' without a '{' before it, and a '{' needs a non-empty {hash tag}"
 
 // closed reports whether Close has begun.
 func (c *Client) closed() bool {

@@ -3,6 +3,8 @@ package lockactor
 import (
 	"errors"
 	"fmt"
+
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // The sentinel errors. Every error the package returns matches one of these or
@@ -17,6 +19,10 @@ var (
 	ErrInvalidArgument = errors.New("lockactor: invalid argument")
 	// ErrNoQuorum: a RedLock or MultiLock could not reach the required holds.
 	ErrNoQuorum = errors.New("lockactor: no quorum")
+	// ErrNotReplicated: a grant that too few replicas acknowledged was
+	// undone (WithReplicaSync). TryLock and TryAcquire report it; Lock and
+	// Acquire keep trying.
+	ErrNotReplicated = redisio.ErrNotReplicated
 )
 
 // maxNameInError bounds how much of a lock name an error message repeats;

@@ -85,7 +85,7 @@ func (l *Lock) check(ctx context.Context) error {
 	case l.name == "":
 		return invalid(l.name, "empty lock name")
 	case l.c.cluster && !slotSafe(l.name):
-		return invalid(l.name, "on a Redis Cluster a name with '{' needs a non-empty {hash tag}")
+		return invalid(l.name, slotProblem)
 	case l.c.closed():
 		return errClosed(l.name)
 	}

@@ -46,8 +46,11 @@ func newGroup(kind string, locks []*Lock, redlock bool) group {
 			continue
 		}
 		names[i] = l.name
-		if l.name == "" {
+		switch {
+		case l.name == "":
 			gr.err = fmt.Errorf("%w: %s member %d has an empty name", ErrInvalidArgument, kind, i)
+		case l.c.cluster && !slotSafe(l.name):
+			gr.err = fmt.Errorf("%w: %s member %d %q: %s", ErrInvalidArgument, kind, i, l.name, slotProblem)
 		}
 	}
 	gr.name = kind + "[" + strings.Join(names, ",") + "]"

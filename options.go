@@ -14,7 +14,10 @@ type options struct {
 	logger    *slog.Logger
 	idleAfter time.Duration
 	fairWait  time.Duration
-	sharded   *bool // nil: decided by the client type
+	sharded   *bool // nil: decided by the servers (see WithShardedPubSub)
+
+	syncReplicas int           // WithReplicaSync
+	syncTimeout  time.Duration // WithReplicaSync
 
 	pubsubHealth time.Duration
 }
@@ -27,6 +30,8 @@ func defaultOptions() options {
 		fairWait:  5 * time.Minute,
 
 		pubsubHealth: 5 * time.Second,
+		syncReplicas: -1,
+		syncTimeout:  time.Second,
 	}
 }
 
@@ -74,11 +79,35 @@ func WithPubSubHealthCheck(d time.Duration) Option {
 
 // WithShardedPubSub chooses how releases are announced: SPUBLISH/SSUBSCRIBE
 // (sharded, Redis 7+) or PUBLISH/SUBSCRIBE. Default: sharded on a
-// *redis.ClusterClient, as Redisson 3.22+ does there; classic elsewhere. Turn
-// it off on a cluster shared with Java clients older than 3.22, or on a
-// cluster of Redis < 7.
+// *redis.ClusterClient whose every master has SPUBLISH (asked once, at the
+// first lock operation; a Redis 6 Cluster gets the classic commands), as
+// Redisson 3.22+ does there; classic elsewhere. Turn it off on a cluster
+// shared with Java clients older than 3.22.
 func WithShardedPubSub(on bool) Option {
 	return func(o *options) { o.sharded = &on }
+}
+
+// WithReplicaSync sets how changes are confirmed on replicas, as Redisson's
+// checkLockSyncedSlaves and slavesSyncTimeout do: every acquire, renew and
+// release script is followed, in the same round trip on the key's master, by
+// WAIT (WAITAOF where the master has AOF on and knows the command) for
+// replicas replicas, within timeout.
+//
+// replicas < 0 waits for every replica the master reports connected
+// (connected_slaves, read from the master when a script needs it and at
+// most a second old; an idle Client sends nothing); replicas == 0 turns sync
+// off; replicas > 0 asks for that many. The default, WithReplicaSync(-1,
+// time.Second), costs nothing on a master without replicas, and a server
+// that refuses WAIT (some managed offerings) turns it off for itself, with
+// one warning in the log.
+//
+// A grant confirmed by fewer replicas than required is undone at once (the
+// hold is released on the master): Lock keeps trying until its ctx ends,
+// TryLock returns an error matching ErrNotReplicated. A renewal or release
+// that too few replicas confirmed stands on the master and is only logged
+// (at debug). timeout <= 0 with sync on makes New fail.
+func WithReplicaSync(replicas int, timeout time.Duration) Option {
+	return func(o *options) { o.syncReplicas, o.syncTimeout = replicas, timeout }
 }
 
 // LockOption configures one acquisition.

@@ -40,7 +40,7 @@ func (s *Semaphore) check(ctx context.Context, n int, minN int) error {
 	case s.name == "":
 		return invalid(s.name, "empty semaphore name")
 	case s.c.cluster && !slotSafe(s.name):
-		return invalid(s.name, "on a Redis Cluster a name with '{' needs a non-empty {hash tag}")
+		return invalid(s.name, slotProblem)
 	case n < minN:
 		return invalid(s.name, fmt.Sprintf("%d permits", n))
 	case s.c.closed():

@@ -52,13 +52,16 @@ func (a *fairActor) attempted(m *messages.Acquire, w *fairWaiter, sent time.Time
 	switch {
 	case err != nil:
 		a.attemptFailed(m, w, err)
-	case ok && stale(sent, a.leaseOf(m.Lease)):
-		// Too late to trust (see lockActor.attempted): give it back; the
-		// owner is out of the Redis queue now, so it queues again.
+	case ok && (r.Unsynced || stale(sent, a.leaseOf(m.Lease))):
+		// Not on enough replicas, or too late to trust (see
+		// lockActor.attempted): give it back; the owner is out of the
+		// Redis queue now, so it queues again.
 		k := holdKey{m.Owner, messages.Exclusive}
 		a.granted(k, sent, m.Lease, 0)
 		a.owe(&a.owed, k, nil)
-		if m.TryOnly {
+		if m.TryOnly && r.Unsynced {
+			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
+		} else if m.TryOnly {
 			m.Req.Answer(messages.Result{})
 		} else if w == nil {
 			a.queue(m)

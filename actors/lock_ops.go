@@ -55,17 +55,21 @@ func (a *lockActor) attempted(m *messages.Acquire, queued, byMsg bool, sent time
 	switch {
 	case err != nil:
 		a.attemptFailed(m, queued, err)
-	case res.ok && stale(sent, a.leaseOf(m.Lease)):
-		// The reply came back so late that the hold may be gone already:
-		// give it back and try again rather than hand out a lease that
-		// cannot be trusted.
+	case res.ok && (r.Unsynced || stale(sent, a.leaseOf(m.Lease))):
+		// Too few replicas confirmed the grant (a failover could lose it),
+		// or the reply came back so late that the hold may be gone
+		// already: give it back and try again rather than hand out a
+		// lease that cannot be trusted.
 		k := holdKey{m.Owner, m.Mode}
 		a.granted(k, sent, m.Lease, res.token)
 		a.owe(k, nil)
 		a.verdict = verdict{}
-		if m.TryOnly {
+		switch {
+		case m.TryOnly && r.Unsynced:
+			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
+		case m.TryOnly:
 			m.Req.Answer(messages.Result{})
-		} else if !queued {
+		case !queued:
 			a.waiters.push(m)
 		}
 	case res.ok:
@@ -212,6 +216,15 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.verdict = verdict{}
 	case redisio.HandedOver:
 		a.handoffs++
+		if r.Unsynced {
+			// The new holder's grant is not on enough replicas: undo it;
+			// head stays queued and tries again.
+			k := holdKey{head.Owner, head.Mode}
+			a.granted(k, sent, head.Lease, 0)
+			a.owe(k, nil)
+			a.verdict = verdict{}
+			return
+		}
 		a.waiters.remove(head.Req)
 		a.grant(head, sent, 0)
 	case redisio.Released, redisio.Left:

@@ -39,14 +39,15 @@ type Key struct {
 
 // Config is what every lock actor of a runtime shares.
 type Config struct {
-	ClientID         string        // the Client's UUID: names its latch keys
-	Watchdog         time.Duration // lease of watchdog-renewed holds; renewal every Watchdog/3
-	IdleAfter        time.Duration // an actor with no holds and no waiters retires after this
-	FairWait         time.Duration // how long a fair-lock waiter stays queued in Redis unless its call gives a wait
-	SemaphoreRecheck time.Duration // how often a semaphore's waiters re-check without a message
-	PubSubHealth     time.Duration // a silent subscription connection is pinged after this, and replaced if no PONG follows within it
-	CloseGrace       time.Duration // how long Close waits for actors and commands still running
-	ShardedPubSub    bool          // SPUBLISH/SSUBSCRIBE (Redis Cluster 7+) instead of PUBLISH/SUBSCRIBE
+	ClientID         string             // the Client's UUID: names its latch keys
+	Watchdog         time.Duration      // lease of watchdog-renewed holds; renewal every Watchdog/3
+	IdleAfter        time.Duration      // an actor with no holds and no waiters retires after this
+	FairWait         time.Duration      // how long a fair-lock waiter stays queued in Redis unless its call gives a wait
+	SemaphoreRecheck time.Duration      // how often a semaphore's waiters re-check without a message
+	PubSubHealth     time.Duration      // a silent subscription connection is pinged after this, and replaced if no PONG follows within it
+	CloseGrace       time.Duration      // how long Close waits for actors and commands still running
+	Sharding         redisio.Sharding   // SPUBLISH/SSUBSCRIBE (Redis Cluster 7+) or PUBLISH/SUBSCRIBE
+	ReplicaSync      redisio.SyncPolicy // WAIT after each change; a grant too few replicas confirmed is undone
 	Logger           *slog.Logger
 }
 
@@ -103,12 +104,13 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 		actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
+	topo := redisio.NewTopology(rdb, cfg.Sharding, log)
 	return &Runtime{
 		workers: newWorkerPool(300),
 		cfg:     cfg,
 		system:  system,
-		io:      redisio.NewConn(rdb, cfg.ShardedPubSub),
-		ps:      redisio.NewPubSub(rdb, cfg.ShardedPubSub, cfg.PubSubHealth, log),
+		io:      redisio.NewConn(rdb, topo, cfg.ReplicaSync),
+		ps:      redisio.NewPubSub(rdb, topo, cfg.PubSubHealth, log),
 		ctx:     ctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),

@@ -41,6 +41,13 @@ func (a *semaphoreActor) attempted(m *messages.Acquire, queued bool, r redisio.R
 	switch {
 	case err != nil:
 		a.attemptFailed(m, queued, err)
+	case n == 1 && r.Unsynced:
+		// Too few replicas confirmed the permits: they go back at once,
+		// and the request tries again (a direct one is told).
+		a.owed.push(&owed{n: m.Permits, due: time.Now()})
+		if !queued {
+			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
+		}
 	case n == 1:
 		if queued {
 			a.waiters.remove(m.Req)

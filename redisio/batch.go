@@ -16,6 +16,7 @@ import (
 // few round trips instead of N, and a lone call waits for nothing.
 type batcher struct {
 	rdb redis.UniversalClient
+	c   *Conn // for replica sync
 
 	mu       sync.Mutex
 	pending  []*batchCall
@@ -98,9 +99,17 @@ func (b *batcher) flush(ctx context.Context) {
 }
 
 // send runs calls as one pipeline of EVALSHA; a call whose script the server
-// does not know yet is run again on its own (EVALSHA, then EVAL).
+// does not know yet is run again on its own (EVALSHA, then EVAL). With
+// replica sync on (outside a Cluster, whose pipelines go to several
+// masters), one WAIT at the end confirms the whole pipeline; a shortfall is
+// only logged: a renewal that did not reach a replica still holds on the
+// master, and the next renewal tries again.
 func (b *batcher) send(ctx context.Context, calls []*batchCall) {
-	if len(calls) == 1 {
+	var t syncTarget
+	if b.c != nil && b.c.topo.cluster == nil {
+		t = b.c.target(ctx, "")
+	}
+	if len(calls) == 1 && t.need == 0 {
 		c := calls[0]
 		c.done <- c.script.Run(ctx, b.rdb, c.keys, c.args...)
 		return
@@ -110,7 +119,18 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall) {
 	for i, c := range calls {
 		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
+	var wait *redis.Cmd
+	if t.need > 0 {
+		wait = b.c.queueWait(ctx, pipe, t)
+	}
 	_, _ = pipe.Exec(ctx) // errors are per command
+	if wait != nil {
+		if acks, err := waitAcks(wait); isUnknownCommand(err) {
+			b.c.topo.refuse(t.addr, t.aof, err)
+		} else if acks < int64(t.need) {
+			b.c.topo.log.Debug("lockactor: renewals not confirmed by every replica", "acks", acks, "need", t.need, "err", err)
+		}
+	}
 	for i, c := range calls {
 		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			cmds[i] = c.script.Run(ctx, b.rdb, c.keys, c.args...)

@@ -12,9 +12,10 @@ import (
 
 // Conn runs lock commands on the user's go-redis client.
 type Conn struct {
-	rdb     redis.UniversalClient
-	publish string   // "publish", or "spublish" on a sharded cluster
-	batch   *batcher // renewals, pipelined across actors
+	rdb   redis.UniversalClient
+	topo  *Topology  // what the servers can do (sharded pub/sub, replicas)
+	sync  SyncPolicy // replica confirmation of changes
+	batch *batcher   // renewals, pipelined across actors
 
 	// calls counts guarded commands still running after their caller left.
 	// mu orders its Add against Close: no guarded goroutine starts once
@@ -28,14 +29,25 @@ type Conn struct {
 var ErrClosed = errors.New("connection closed")
 
 // NewConn wraps rdb. It does not take ownership: closing rdb is the caller's.
-// sharded makes the scripts publish with SPUBLISH (Redis Cluster 7+, matching
-// Redisson's default there); otherwise they PUBLISH.
-func NewConn(rdb redis.UniversalClient, sharded bool) *Conn {
-	c := &Conn{rdb: rdb, publish: "publish", batch: &batcher{rdb: rdb}}
-	if sharded {
-		c.publish = "spublish"
-	}
+// topo decides between SPUBLISH (sharded) and PUBLISH in the scripts, and
+// where replica sync sends its WAIT; sync says how many replicas confirm.
+func NewConn(rdb redis.UniversalClient, topo *Topology, sync SyncPolicy) *Conn {
+	c := &Conn{rdb: rdb, topo: topo, sync: sync}
+	c.batch = &batcher{rdb: rdb, c: c}
 	return c
+}
+
+// publish is the command the scripts announce releases with: "spublish" on
+// a sharded Cluster, else "publish". See Topology.Sharded.
+func (c *Conn) publish(ctx context.Context) (string, error) {
+	sharded, err := c.topo.Sharded(ctx)
+	if err != nil {
+		return "", err
+	}
+	if sharded {
+		return "spublish", nil
+	}
+	return "publish", nil
 }
 
 // Close refuses new guarded calls and waits until every guarded command that

@@ -30,20 +30,32 @@ func (c *Conn) FairLock(ctx context.Context, op Op, name, owner string, lease, w
 // Reply.Unlock).
 func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration, now time.Time) Reply {
 	keys := []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name), op.Latch}
-	return c.runLatched(ctx, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), c.publish, op.Seq, op.keepMS())
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return Reply{Err: notSent{err}}
+	}
+	return c.runLatched(ctx, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), pub, op.Seq, op.keepMS())
 }
 
 // FairCancel takes owner out of the queue (fair_cancel.lua); true if it was
 // queued. Running it twice changes nothing, so it needs no latch.
 func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration) (bool, error) {
 	keys := append(c.fairKeys(name), LockChannel(name))
-	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, c.publish).Int64()
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, pub).Int64()
 	return n == 1, err
 }
 
 // FairForceUnlock deletes the lock whoever holds it and wakes the queue's head.
 func (c *Conn) FairForceUnlock(ctx context.Context, name string) (bool, error) {
 	keys := []string{name, FairQueue(name), LockChannel(name)}
-	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, c.publish).Int64()
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, pub).Int64()
 	return n == 1, err
 }

@@ -38,6 +38,10 @@ type Op struct {
 type Reply struct {
 	Val any
 	Err error
+	// Unsynced: the script ran, but fewer replicas than the sync policy
+	// requires confirmed it (see SyncPolicy). A grant in such a reply is
+	// to be undone.
+	Unsynced bool
 }
 
 // Failed reports whether the request failed (a nil reply is an answer).
@@ -52,13 +56,27 @@ func Unknown(err error) bool {
 		return false
 	}
 	var re redis.Error
-	return !errors.As(err, &re)
+	var ns notSent
+	return !errors.As(err, &re) && !errors.As(err, &ns)
 }
+
+// notSent is an error met before a request was written (the servers could
+// not be asked what they support): the request certainly did not run.
+type notSent struct{ err error }
+
+func (e notSent) Error() string { return e.err.Error() }
+func (e notSent) Unwrap() error { return e.err }
 
 // runLatched runs a latched script. keys and args are the body's followed
 // by the latch's: op.Latch, and op.Seq and op.keepMS() (see latched), built
 // by the caller in one go to spare allocations on the hot path.
+//
+// With replica sync on, the script goes to the key's master followed by its
+// WAIT (see replicas.go), and the reply says whether enough replicas had it.
 func (c *Conn) runLatched(ctx context.Context, s *redis.Script, keys []string, args ...any) Reply {
+	if t := c.target(ctx, keys[0]); t.need > 0 {
+		return c.runSynced(ctx, t, s, keys, args...)
+	}
 	v, err := s.Run(ctx, c.rdb, keys, args...).Result()
 	return Reply{Val: v, Err: err}
 }

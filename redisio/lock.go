@@ -29,7 +29,11 @@ func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease 
 // Unlock runs unlock.lua for one hold of owner. Read with Reply.Unlock.
 func (c *Conn) Unlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
 	keys := []string{name, LockChannel(name), op.Latch}
-	return c.runLatched(ctx, scripts.Latched.Unlock, keys, UnlockMessage, ms(lease), owner, c.publish, op.Seq, op.keepMS())
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return Reply{Err: notSent{err}}
+	}
+	return c.runLatched(ctx, scripts.Latched.Unlock, keys, UnlockMessage, ms(lease), owner, pub, op.Seq, op.keepMS())
 }
 
 // Handoff releases one hold of owner and, if it was the last, gives the lock
@@ -49,7 +53,11 @@ func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duratio
 // ForceUnlock deletes the lock whoever holds it; true if it existed.
 func (c *Conn) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	keys := []string{name, LockChannel(name)}
-	n, err := scripts.ForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, c.publish).Int64()
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := scripts.ForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, pub).Int64()
 	return n == 1, err
 }
 

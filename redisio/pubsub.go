@@ -53,7 +53,7 @@ const retryEvery = 100 * time.Millisecond
 // to be again.
 type PubSub struct {
 	rdb     redis.UniversalClient
-	sharded bool
+	topo    *Topology     // decides SSUBSCRIBE (sharded) or SUBSCRIBE
 	health  time.Duration // silence before a PING; as long again for its PONG
 	log     *slog.Logger
 
@@ -62,6 +62,9 @@ type PubSub struct {
 	handlers  map[string]map[uint64]Handler
 	shardOf   map[string]*shard // channel -> its shard
 	confirmed map[string]bool
+	unplaced  map[string]bool // wanted channels on no connection yet
+	leaving   map[string]int  // SUNSUBSCRIBE replies we asked for, by channel
+	placing   bool            // the placer runs
 	nextID    uint64
 	closed    bool
 
@@ -80,19 +83,21 @@ type shard struct {
 }
 
 // NewPubSub prepares a multiplexer on rdb; no connection opens until the first
-// Subscribe. sharded selects SSUBSCRIBE (Redis Cluster 7+). A connection
-// silent for health is pinged, and replaced when no PONG follows within
-// health.
-func NewPubSub(rdb redis.UniversalClient, sharded bool, health time.Duration, log *slog.Logger) *PubSub {
+// Subscribe. topo decides between SSUBSCRIBE (a sharded Cluster) and
+// SUBSCRIBE, at the first Subscribe. A connection silent for health is
+// pinged, and replaced when no PONG follows within health.
+func NewPubSub(rdb redis.UniversalClient, topo *Topology, health time.Duration, log *slog.Logger) *PubSub {
 	return &PubSub{
 		rdb:       rdb,
-		sharded:   sharded,
+		topo:      topo,
 		health:    health,
 		log:       log,
 		shards:    make(map[string]*shard),
 		handlers:  make(map[string]map[uint64]Handler),
 		shardOf:   make(map[string]*shard),
 		confirmed: make(map[string]bool),
+		unplaced:  make(map[string]bool),
+		leaving:   make(map[string]int),
 		stop:      make(chan struct{}),
 	}
 }
@@ -103,7 +108,8 @@ var ErrPubSubClosed = errors.New("pubsub closed")
 // Subscribe adds h to channel and returns the id that Unsubscribe takes. If
 // the channel is already confirmed, h receives Subscribed at once. An error
 // means the channel could not be placed on a connection yet (no cluster
-// topology); h stays registered, and the caller's timers must cover it.
+// topology); h stays registered, the channel is placed in the background as
+// soon as the servers allow, and h then receives Subscribed.
 func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -124,14 +130,22 @@ func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint
 		}
 		return id, nil
 	}
-	return id, p.join(ctx, channel)
+	err := p.join(ctx, channel)
+	if err != nil {
+		p.unplace(channel)
+	}
+	return id, err
 }
 
 // join subscribes channel on the connection of its shard, opening it if
 // needed. The caller holds p.mu.
 func (p *PubSub) join(ctx context.Context, channel string) error {
+	sharded, err := p.topo.Sharded(ctx)
+	if err != nil {
+		return err
+	}
 	addr := ""
-	if cc, ok := p.rdb.(*redis.ClusterClient); ok && p.sharded {
+	if cc, ok := p.rdb.(*redis.ClusterClient); ok && sharded {
 		master, err := cc.MasterForKey(ctx, channel)
 		if err != nil {
 			return err
@@ -162,7 +176,7 @@ func (p *PubSub) open(ctx context.Context, s *shard) *redis.PubSub {
 			chans = append(chans, ch)
 		}
 	}
-	if !p.sharded {
+	if !p.topo.known() {
 		return p.rdb.Subscribe(ctx, chans...)
 	}
 	if len(chans) == 0 {
@@ -188,11 +202,12 @@ func (p *PubSub) command(ctx context.Context, s *shard, on bool, channel string)
 	}
 	switch {
 	case err != nil:
-	case on && p.sharded:
+	case on && p.topo.known():
 		err = s.ps.SSubscribe(ctx, channel)
 	case on:
 		err = s.ps.Subscribe(ctx, channel)
-	case p.sharded:
+	case p.topo.known():
+		p.leaving[channel]++
 		err = s.ps.SUnsubscribe(ctx, channel)
 	default:
 		err = s.ps.Unsubscribe(ctx, channel)
@@ -236,6 +251,7 @@ func (p *PubSub) Unsubscribe(ctx context.Context, channel string, id uint64) err
 	}
 	delete(p.handlers, channel)
 	delete(p.confirmed, channel)
+	delete(p.unplaced, channel)
 	s := p.shardOf[channel]
 	delete(p.shardOf, channel)
 	if s == nil {
@@ -278,7 +294,7 @@ func (p *PubSub) loop(s *shard) {
 		switch {
 		case err == nil:
 			pinged = false
-			p.route(msg)
+			p.route(s, msg)
 			continue
 		case errors.As(err, &ne) && ne.Timeout() && !pinged:
 			// Silence: ask. A half-open connection accepts the PING and
@@ -312,6 +328,7 @@ func (p *PubSub) replace(s *shard, old *redis.PubSub, why error) bool {
 			continue
 		}
 		delete(p.confirmed, ch)
+		delete(p.leaving, ch) // replies to our unsubscribes died with the connection
 		for _, h := range p.handlers[ch] {
 			h(Event{Kind: Disconnected, Channel: ch})
 		}
@@ -327,16 +344,32 @@ func (p *PubSub) replace(s *shard, old *redis.PubSub, why error) bool {
 	if p.closed {
 		return false
 	}
+	if p.topo.known() {
+		// Sharded: the slots of these channels may have moved to other
+		// masters (a failover, a resharding); each is placed again where
+		// its slot lives now, and this connection's loop ends.
+		for ch, at := range p.shardOf {
+			if at == s {
+				delete(p.shardOf, ch)
+				p.unplace(ch)
+			}
+		}
+		delete(p.shards, s.addr)
+		return false
+	}
 	s.ps = p.open(context.Background(), s)
 	return true
 }
 
-// route hands one received message to the handlers of its channel.
-func (p *PubSub) route(msg any) {
+// route hands one message received on s to the handlers of its channel.
+func (p *PubSub) route(s *shard, msg any) {
 	switch m := msg.(type) {
 	case *redis.Subscription:
-		if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
+		switch m.Kind {
+		case "subscribe", "ssubscribe":
 			p.deliver(Event{Kind: Subscribed, Channel: m.Channel}, true)
+		case "sunsubscribe":
+			p.unsubscribed(s, m.Channel)
 		}
 	case *redis.Message:
 		p.deliver(Event{Kind: Message, Channel: m.Channel, Payload: m.Payload}, false)

@@ -22,7 +22,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // for the guarded goroutines, so one started now would outlive it.
 func TestGuardAfterCloseStartsNothing(t *testing.T) {
 	srv := redistest.Start(t)
-	c := NewConn(srv.Client(t), false)
+	c := NewConn(srv.Client(t), NewTopology(srv.Client(t), ShardOff, quiet), SyncPolicy{})
 	if !c.Close(time.Now().Add(time.Second)) {
 		t.Fatal("Close with nothing running did not finish")
 	}
@@ -71,7 +71,7 @@ func TestFailedRequeueKeepsSubscription(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			srv := redistest.Start(t)
 			rdb := srv.Client(t)
-			p := NewPubSub(rdb, false, time.Second, quiet)
+			p := NewPubSub(rdb, NewTopology(rdb, ShardOff, quiet), time.Second, quiet)
 			defer p.Close()
 			ctx := context.Background()
 			ev := make(events, 64)
@@ -105,7 +105,7 @@ func TestFailedRequeueKeepsSubscription(t *testing.T) {
 func TestUnansweredPingReplacesConnection(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := redistest.NewProxy(t, srv.Addr())
-	p := NewPubSub(proxy.Client(t), false, 200*time.Millisecond, quiet)
+	p := NewPubSub(proxy.Client(t), NewTopology(nil, ShardOff, quiet), 200*time.Millisecond, quiet)
 	defer p.Close()
 	ctx := context.Background()
 	ev := make(events, 64)

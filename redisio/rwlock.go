@@ -35,14 +35,22 @@ func (c *Conn) WriteLock(ctx context.Context, op Op, name, owner string, lease t
 // Reply.Unlock).
 func (c *Conn) ReadUnlock(ctx context.Context, op Op, name, owner string) Reply {
 	keys := []string{name, RWChannel(name), RWHoldPrefix(name, owner), suffixBase(name), op.Latch}
-	return c.runLatched(ctx, scripts.Latched.ReadUnlock, keys, ReadUnlockMessage, owner, c.publish, op.Seq, op.keepMS())
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return Reply{Err: notSent{err}}
+	}
+	return c.runLatched(ctx, scripts.Latched.ReadUnlock, keys, ReadUnlockMessage, owner, pub, op.Seq, op.keepMS())
 }
 
 // WriteUnlock runs write_unlock.lua for one write hold of owner (read with
 // Reply.Unlock).
 func (c *Conn) WriteUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
 	keys := []string{name, RWChannel(name), op.Latch}
-	return c.runLatched(ctx, scripts.Latched.WriteUnlock, keys, WriteUnlockMessage, ms(lease), WriteField(owner), c.publish, op.Seq, op.keepMS())
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return Reply{Err: notSent{err}}
+	}
+	return c.runLatched(ctx, scripts.Latched.WriteUnlock, keys, WriteUnlockMessage, ms(lease), WriteField(owner), pub, op.Seq, op.keepMS())
 }
 
 // RWRenew renews owner's read holds (write false) or write holds (write true).
@@ -59,7 +67,11 @@ func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, leas
 // RWForceUnlock deletes the lock if it is held in mode ("read" or "write").
 func (c *Conn) RWForceUnlock(ctx context.Context, name, mode string) (bool, error) {
 	keys := []string{name, RWChannel(name)}
-	n, err := scripts.RWForceUnlock.Run(ctx, c.rdb, keys, mode, c.publish).Int64()
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return false, err
+	}
+	n, err := scripts.RWForceUnlock.Run(ctx, c.rdb, keys, mode, pub).Int64()
 	return n == 1, err
 }
 

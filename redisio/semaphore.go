@@ -22,14 +22,22 @@ func (c *Conn) SemaphoreAcquire(ctx context.Context, op Op, name string, n int) 
 // which it returns (read with Reply.Int).
 func (c *Conn) SemaphoreAdd(ctx context.Context, op Op, name string, n int) Reply {
 	keys := []string{name, SemaphoreChannel(name), op.Latch}
-	return c.runLatched(ctx, scripts.Latched.SemaphoreRelease, keys, n, c.publish, op.Seq, op.keepMS())
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return Reply{Err: notSent{err}}
+	}
+	return c.runLatched(ctx, scripts.Latched.SemaphoreRelease, keys, n, pub, op.Seq, op.keepMS())
 }
 
 // SemaphoreSet sets the count to n unless it is set: 1 set, 0 it existed
 // (read with Reply.Int).
 func (c *Conn) SemaphoreSet(ctx context.Context, op Op, name string, n int) Reply {
 	keys := []string{name, SemaphoreChannel(name), op.Latch}
-	return c.runLatched(ctx, scripts.Latched.SemaphoreSet, keys, n, c.publish, op.Seq, op.keepMS())
+	pub, err := c.publish(ctx)
+	if err != nil {
+		return Reply{Err: notSent{err}}
+	}
+	return c.runLatched(ctx, scripts.Latched.SemaphoreSet, keys, n, pub, op.Seq, op.keepMS())
 }
 
 // SemaphoreGet is the count available (0 when unset).

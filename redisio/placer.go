@@ -1,0 +1,87 @@
+package redisio
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Placing channels: a wanted channel may be on no connection for a while —
+// its Cluster master could not be found, or its slot moved away (Redis 7
+// tells a shard channel's subscribers with a SUNSUBSCRIBE they did not ask
+// for, after a resharding or a failover). The placer puts such channels on
+// the connection of their current master, retrying every retryEvery after
+// asking go-redis to reload the cluster's slots, until each is placed or
+// no longer wanted.
+
+// unplace records channel as wanted but on no connection, and starts the
+// placer. The caller holds p.mu.
+func (p *PubSub) unplace(channel string) {
+	p.unplaced[channel] = true
+	if p.placing || p.closed {
+		return
+	}
+	p.placing = true
+	p.loops.Add(1)
+	go p.place()
+}
+
+// unsubscribed handles a SUNSUBSCRIBE reply on s: one we asked for
+// (Unsubscribe, Requeue) is counted off; any other means Redis dropped the
+// subscription because the channel's slot left this master. The channel's
+// handlers hear Disconnected, and it is placed again.
+func (p *PubSub) unsubscribed(s *shard, channel string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := p.leaving[channel]; n > 0 {
+		if n == 1 {
+			delete(p.leaving, channel)
+		} else {
+			p.leaving[channel] = n - 1
+		}
+		return
+	}
+	if p.shardOf[channel] != s || len(p.handlers[channel]) == 0 || p.closed {
+		return
+	}
+	p.log.Debug("lockactor: shard channel moved; subscribing where its slot lives now", "channel", channel, "from", s.addr)
+	delete(p.shardOf, channel)
+	delete(p.confirmed, channel)
+	for _, h := range p.handlers[channel] {
+		h(Event{Kind: Disconnected, Channel: channel})
+	}
+	p.unplace(channel)
+}
+
+// place runs until every unplaced channel is placed or unwanted, or Close.
+func (p *PubSub) place() {
+	defer p.loops.Done()
+	ctx := context.Background()
+	for {
+		if cc, ok := p.rdb.(*redis.ClusterClient); ok {
+			cc.ReloadState(ctx)
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-time.After(retryEvery):
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		for ch := range p.unplaced {
+			if len(p.handlers[ch]) == 0 || p.join(ctx, ch) == nil {
+				delete(p.unplaced, ch)
+			}
+		}
+		if len(p.unplaced) == 0 {
+			p.placing = false
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+	}
+}

@@ -1,0 +1,216 @@
+package redisio
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sharding chooses between sharded pub/sub (SPUBLISH/SSUBSCRIBE, Redis
+// Cluster 7+) and the classic commands.
+type Sharding int
+
+// The sharding modes.
+const (
+	// ShardAuto: sharded on a Cluster whose every master knows SPUBLISH
+	// (asked once, at first use); classic everywhere else.
+	ShardAuto Sharding = iota
+	// ShardOn: always sharded.
+	ShardOn
+	// ShardOff: always PUBLISH/SUBSCRIBE.
+	ShardOff
+)
+
+// Topology learns, lazily and from the servers themselves, what the
+// deployment behind a go-redis client can do: whether its masters have
+// sharded pub/sub, and how many replicas each master has (for WAIT). Nothing
+// is sent until a lock operation needs an answer, so an idle Client stays
+// silent.
+type Topology struct {
+	rdb     redis.UniversalClient
+	cluster *redis.ClusterClient // nil unless rdb is a Cluster client
+	mode    Sharding
+	log     *slog.Logger
+
+	sharded atomic.Int32 // 0 undecided, 1 sharded, 2 classic
+	probe   sync.Mutex   // one SPUBLISH probe at a time
+
+	mu    sync.Mutex
+	nodes map[string]*nodeFacts // by master address; "" for a non-Cluster client
+}
+
+// nodeFacts is what one master told about its replication.
+type nodeFacts struct {
+	read     time.Time // when replicas and aof were read; zero: never
+	replicas int       // connected_slaves
+	aof      bool      // aof_enabled
+	noWait   bool      // WAIT is refused (managed Redis): no sync on this node
+	noAOF    bool      // WAITAOF is refused (Redis < 7.2): WAIT instead
+}
+
+// factsFresh is how long a master's replica count is trusted before it is
+// read again (only when a script needs it).
+const factsFresh = time.Second
+
+// NewTopology prepares the probes for rdb; it sends nothing.
+func NewTopology(rdb redis.UniversalClient, mode Sharding, log *slog.Logger) *Topology {
+	cc, _ := rdb.(*redis.ClusterClient)
+	return &Topology{rdb: rdb, cluster: cc, mode: mode, log: log, nodes: make(map[string]*nodeFacts)}
+}
+
+// Sharded reports whether channels are sharded. In ShardAuto mode on a
+// Cluster the first call asks every master whether it knows SPUBLISH (Redis
+// 7+, and not renamed away); the answer holds for the Client's life. An
+// error means the masters could not be asked yet; the next call asks again.
+func (t *Topology) Sharded(ctx context.Context) (bool, error) {
+	switch {
+	case t.mode == ShardOn:
+		return true, nil
+	case t.mode == ShardOff || t.cluster == nil:
+		return false, nil
+	}
+	if v := t.sharded.Load(); v != 0 {
+		return v == 1, nil
+	}
+	t.probe.Lock()
+	defer t.probe.Unlock()
+	if v := t.sharded.Load(); v != 0 {
+		return v == 1, nil
+	}
+	var missing atomic.Bool
+	err := t.cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		ok, err := knows(ctx, n, "spublish")
+		if err == nil && !ok {
+			missing.Store(true)
+		}
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if missing.Load() {
+		t.log.Warn("lockactor: a Cluster master lacks SPUBLISH (Redis < 7?); using PUBLISH/SUBSCRIBE")
+		t.sharded.Store(2)
+		return false, nil
+	}
+	t.sharded.Store(1)
+	return true, nil
+}
+
+// known is Sharded's answer once given (false before).
+func (t *Topology) known() bool {
+	return t.mode == ShardOn || (t.mode == ShardAuto && t.sharded.Load() == 1)
+}
+
+// knows reports whether the server n has the command name.
+func knows(ctx context.Context, n *redis.Client, name string) (bool, error) {
+	v, err := n.Do(ctx, "command", "info", name).Slice()
+	if err != nil {
+		return false, err
+	}
+	return len(v) == 1 && v[0] != nil, nil
+}
+
+// master is where a script on key runs together with its WAIT: the key's
+// master on a Cluster, the client itself for a single server or Sentinel
+// group. ok is false for clients where that connection cannot be had
+// (Ring), which then run unsynced.
+func (t *Topology) master(ctx context.Context, key string) (addr string, c *redis.Client, err error) {
+	if t.cluster != nil {
+		c, err = t.cluster.MasterForKey(ctx, key)
+		if err != nil {
+			return "", nil, err
+		}
+		return c.Options().Addr, c, nil
+	}
+	c, _ = t.rdb.(*redis.Client)
+	return "", c, nil
+}
+
+// facts returns the master's replication facts, reading them again when
+// they are older than factsFresh.
+func (t *Topology) facts(ctx context.Context, addr string, c *redis.Client) (nodeFacts, error) {
+	t.mu.Lock()
+	f := t.nodes[addr]
+	if f == nil {
+		f = &nodeFacts{}
+		t.nodes[addr] = f
+	}
+	cur := *f
+	t.mu.Unlock()
+	if time.Since(cur.read) < factsFresh {
+		return cur, nil
+	}
+	pipe := c.Pipeline()
+	repl := pipe.Info(ctx, "replication")
+	pers := pipe.Info(ctx, "persistence")
+	if _, err := pipe.Exec(ctx); err != nil {
+		return cur, err
+	}
+	replicas, _ := strconv.Atoi(infoField(repl.Val(), "connected_slaves"))
+	aof := infoField(pers.Val(), "aof_enabled") == "1"
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f.read, f.replicas, f.aof = time.Now(), replicas, aof
+	return *f, nil
+}
+
+// refuse records that the master at addr refuses WAIT (or WAITAOF); the
+// first time it is logged.
+func (t *Topology) refuse(addr string, aof bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.nodes[addr]
+	if f == nil {
+		return
+	}
+	if aof {
+		f.noAOF = true
+		return
+	}
+	if !f.noWait {
+		t.log.Warn("lockactor: the server refuses WAIT; replica sync is off for it", "addr", addr, "err", err)
+	}
+	f.noWait = true
+}
+
+// forget drops what is known of addr's replication (after a MOVED reply or
+// a failover), so the next script reads it again.
+func (t *Topology) forget(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.nodes, addr)
+}
+
+// infoField reads one "field:value" line of an INFO reply.
+func infoField(info, field string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// isUnknownCommand reports a server's refusal of a command it does not have.
+func isUnknownCommand(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "ERR unknown command")
+}
+
+// isMoved reports a Cluster redirection (the slot lives elsewhere now).
+func isMoved(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}

@@ -1,0 +1,167 @@
+package lockactor_test
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+// replicatedPair starts a master (with masterArgs) and one replica of it,
+// and waits until the master counts the replica as connected.
+func replicatedPair(t *testing.T, masterArgs ...string) (master, replica *redistest.Server) {
+	t.Helper()
+	master = redistest.Start(t, masterArgs...)
+	if master.Embedded() {
+		t.Skip("replication needs a real redis-server")
+	}
+	replica = redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port()))
+	m := master.Client(t)
+	within(t, 10*time.Second, "replica connected", func() bool {
+		info := m.Info(ctxFor(t, time.Second), "replication").Val()
+		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
+	})
+	return master, replica
+}
+
+// TestReplicaSync: with replicas, a grant is confirmed by WAIT in the same
+// round trip; one that no replica confirmed is undone and reported
+// (TryLock) or retried (Lock), for every acquiring kind; with sync off the
+// same grant stands unconfirmed.
+func TestReplicaSync(t *testing.T) {
+	master, replica := replicatedPair(t)
+	mrdb, rrdb := master.Client(t), replica.Client(t)
+	on := newClient(t, master.Client(t), lockactor.WithReplicaSync(-1, 300*time.Millisecond))
+	off := newClient(t, master.Client(t), lockactor.WithReplicaSync(0, time.Second))
+	ctx := ctxFor(t, 60*time.Second)
+
+	try := map[string]func(c *lockactor.Client, name string) (bool, error){
+		"Lock":       func(c *lockactor.Client, n string) (bool, error) { return c.Lock(n).TryLock(ctx) },
+		"FairLock":   func(c *lockactor.Client, n string) (bool, error) { return c.FairLock(n).TryLock(ctx) },
+		"FencedLock": func(c *lockactor.Client, n string) (bool, error) { return c.FencedLock(n).TryLock(ctx) },
+		"WriteLock":  func(c *lockactor.Client, n string) (bool, error) { return c.ReadWriteLock(n).WriteLock().TryLock(ctx) },
+		"ReadLock":   func(c *lockactor.Client, n string) (bool, error) { return c.ReadWriteLock(n).ReadLock().TryLock(ctx) },
+		"Semaphore": func(c *lockactor.Client, n string) (bool, error) {
+			s := c.Semaphore(n)
+			if _, err := s.TrySetPermits(ctx, 1); err != nil {
+				return false, err
+			}
+			return s.TryAcquire(ctx, 1, 0)
+		},
+	}
+	for kind, fn := range try {
+		t.Run(kind, func(t *testing.T) {
+			// Confirmed: the replica has the hold when TryLock returns.
+			name := "sync-ok-" + kind
+			if ok, err := fn(on, name); !ok || err != nil {
+				t.Fatalf("TryLock with a live replica: %v, %v", ok, err)
+			}
+			if kind != "Semaphore" && rrdb.Exists(ctx, name).Val() != 1 {
+				t.Fatalf("the replica lacks %s right after the grant", name)
+			}
+
+			replica.Pause(t)
+			defer replica.Resume(t)
+			name = "sync-undone-" + kind
+			if kind == "Semaphore" {
+				// set the permits while the replica still answers
+				replica.Resume(t)
+				if _, err := on.Semaphore(name).TrySetPermits(ctx, 1); err != nil {
+					t.Fatal(err)
+				}
+				replica.Pause(t)
+			}
+			ok, err := fn(on, name)
+			if ok || !errors.Is(err, lockactor.ErrNotReplicated) {
+				t.Fatalf("TryLock with a frozen replica: %v, %v; want ErrNotReplicated", ok, err)
+			}
+			if kind == "Semaphore" {
+				within(t, 3*time.Second, "permits given back on the master", func() bool {
+					return mrdb.Get(ctx, name).Val() == "1"
+				})
+			} else {
+				within(t, 3*time.Second, "grant undone on the master", func() bool {
+					return mrdb.Exists(ctx, name).Val() == 0
+				})
+			}
+			// Sync off: the same grant stands, unconfirmed.
+			if ok, err := fn(off, "sync-off-"+kind); !ok || err != nil {
+				t.Fatalf("TryLock with sync off: %v, %v", ok, err)
+			}
+		})
+	}
+
+	t.Run("LockRetriesUntilConfirmed", func(t *testing.T) {
+		replica.Pause(t)
+		l := on.Lock("sync-retry")
+		done := make(chan error, 1)
+		go func() { done <- l.Lock(ctx) }()
+		time.Sleep(time.Second)
+		select {
+		case err := <-done:
+			t.Fatalf("Lock returned while no replica could confirm: %v", err)
+		default:
+		}
+		replica.Resume(t)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Lock did not succeed after the replica resumed")
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestReplicaSyncSilentWithoutReplicas: the default policy sends no WAIT to
+// a master without replicas, and a master that refuses WAIT turns sync off
+// for itself (with one warning) instead of failing every grant.
+func TestReplicaSyncSilentWithoutReplicas(t *testing.T) {
+	ctx := ctxFor(t, 20*time.Second)
+	waits := func(rdb *redis.Client) string {
+		return rdb.Info(ctx, "commandstats").Val()
+	}
+	t.Run("NoReplicas", func(t *testing.T) {
+		srv := redistest.Start(t)
+		if srv.Embedded() {
+			t.Skip("commandstats needs a real redis-server")
+		}
+		c := newClient(t, srv.Client(t))
+		l := c.Lock("no-replicas")
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s := waits(srv.Client(t)); strings.Contains(s, "cmdstat_wait:") {
+			t.Fatalf("WAIT sent to a master without replicas:\n%s", s)
+		}
+	})
+	t.Run("WaitRefused", func(t *testing.T) {
+		master, _ := replicatedPair(t, "--rename-command", "WAIT", "")
+		var buf syncBuffer
+		log := slog.New(slog.NewTextHandler(&buf, nil))
+		c := newClient(t, master.Client(t), lockactor.WithLogger(log))
+		for i := range 3 {
+			l := c.Lock("wait-refused-" + strconv.Itoa(i))
+			if ok, err := l.TryLock(ctx); !ok || err != nil {
+				t.Fatalf("TryLock on a server without WAIT: %v, %v", ok, err)
+			}
+		}
+		if n := strings.Count(buf.String(), "refuses WAIT"); n != 1 {
+			t.Fatalf("%d warnings about WAIT, want 1:\n%s", n, buf.String())
+		}
+	})
+}
