@@ -33,17 +33,20 @@ func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease 
 	return c.runLatched(ctx, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), c.publish, op.Seq, op.keepMS())
 }
 
-// FairCancel takes owner out of the queue (fair_cancel.lua); true if it was
-// queued. Running it twice changes nothing, so it needs no latch.
-func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration) (bool, error) {
+// FairCancel takes owner out of the queue (fair_cancel.lua), purging waiters
+// whose deadline had passed by now from its head; true if owner was queued.
+// Running it twice changes nothing, so it needs no latch.
+func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration, now time.Time) (bool, error) {
 	keys := append(c.fairKeys(name), LockChannel(name))
-	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, c.publish).Int64()
+	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, c.publish, now.UnixMilli()).Int64()
 	return n == 1, err
 }
 
-// FairForceUnlock deletes the lock whoever holds it and wakes the queue's head.
-func (c *Conn) FairForceUnlock(ctx context.Context, name string) (bool, error) {
-	keys := []string{name, FairQueue(name), LockChannel(name)}
-	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, c.publish).Int64()
+// FairForceUnlock deletes the lock whoever holds it and wakes the queue's
+// head, after purging the waiters whose deadline had passed by now
+// (fair_force_unlock.lua).
+func (c *Conn) FairForceUnlock(ctx context.Context, name string, now time.Time) (bool, error) {
+	keys := append(c.fairKeys(name), LockChannel(name))
+	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, now.UnixMilli(), c.publish).Int64()
 	return n == 1, err
 }
