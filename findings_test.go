@@ -138,3 +138,45 @@ func TestFairWakeSkipsStaleHead(t *testing.T) {
 		})
 	}
 }
+
+// A queue entry without a deadline (left by another client, or a partial
+// state) at the tail of a fair queue must not make the next waiter's enqueue
+// fail: fair_lock once took the tail's deadline as its base and erred on the
+// missing score. The waiter must queue and get the lock once the entries
+// ahead are gone.
+func TestFairEnqueueBehindTailWithoutDeadline(t *testing.T) {
+	tests := []struct {
+		name    string
+		acquire func(ctx context.Context, l *lockactor.Lock) error
+	}{
+		{"Lock", func(ctx context.Context, l *lockactor.Lock) error { return l.Lock(ctx) }},
+		{"TryLock with wait", func(ctx context.Context, l *lockactor.Lock) error {
+			ok, err := l.TryLock(ctx, lockactor.WithWait(5*time.Second))
+			if err == nil && !ok {
+				t.Error("TryLock gave up")
+			}
+			return err
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.Client(t)
+			ctx := ctxFor(t, 20*time.Second)
+			name := "fair-scoreless-" + string(rune('a'+i))
+			// A waiter about to be purged at the head, then one with no score.
+			rdb.RPush(ctx, redisio.FairQueue(name), "other-head:1", "scoreless:1")
+			rdb.ZAdd(ctx, redisio.FairTimeouts(name), redis.Z{Score: float64(time.Now().Add(500 * time.Millisecond).UnixMilli()), Member: "other-head:1"})
+
+			l := newClient(t, srv.Client(t)).FairLock(name)
+			start := time.Now()
+			if err := tt.acquire(ctx, l); err != nil {
+				t.Fatalf("acquire behind a tail without a deadline: %v", err)
+			}
+			t.Logf("acquired after %v", time.Since(start))
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
