@@ -46,7 +46,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
 		switch l.key.Kind {
 		case actors.KindFair:
-			return io.FairForceUnlock(ctx, l.name)
+			return io.FairForceUnlock(ctx, l.name, time.Now())
 		case actors.KindRW:
 			return io.RWForceUnlock(ctx, l.name, l.rwMode())
 		}

@@ -39,15 +39,17 @@ type Lock struct {
 // Name is the lock's name, the Redis key of its hash.
 func (l *Lock) Name() string { return l.name }
 
-// Lock waits until the lock is acquired or ctx is done; then it returns an
-// error that matches ctx.Err() and holds nothing (a grant that raced with the
-// cancellation is given back). Close makes it return ErrClosed. A Redis error
-// is returned wrapped; it never means "not acquired".
+// Lock waits until the lock is acquired or ctx is done (WithWait is ignored);
+// then it returns an error that matches ctx.Err() and holds nothing (a grant
+// that raced with the cancellation is given back). Close makes it return
+// ErrClosed. A Redis error is returned wrapped; it never means "not
+// acquired".
 func (l *Lock) Lock(ctx context.Context, opts ...LockOption) error {
 	o, err := l.begin(ctx, opts)
 	if err != nil {
 		return err
 	}
+	o.wait = 0 // Lock ignores WithWait: a FairLock would queue with it as its timeout
 	_, err = l.acquire(ctx, o, false, nil)
 	return err
 }

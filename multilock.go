@@ -92,7 +92,8 @@ func (gr *group) check(ctx context.Context) error {
 }
 
 // acquire runs rounds on the coordinator until the group is held, the wait
-// bound or ctx ends, or errors alone make the quorum impossible.
+// bound (TryLock only) or ctx ends, or errors alone make the quorum
+// impossible.
 func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (bool, error) {
 	if err := gr.check(ctx); err != nil {
 		return false, err
@@ -100,6 +101,9 @@ func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (
 	o, err := lockOptionsOf(gr.name, opts)
 	if err != nil {
 		return false, err
+	}
+	if !tryOnly {
+		o.wait = 0 // Lock ignores WithWait, as a plain Lock does
 	}
 	m := &messages.Acquire{Lease: o.lease, Wait: o.wait, TryOnly: tryOnly && o.wait == 0, Req: messages.NewRequest()}
 	res, err := await(ctx, gr.send, gr.home().done, m, nil, func() {
@@ -124,7 +128,7 @@ func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (
 	return true, nil
 }
 
-// Lock waits until the group is held or ctx ends.
+// Lock waits until the group is held or ctx ends; WithWait is ignored.
 func (gr *group) Lock(ctx context.Context, opts ...LockOption) error {
 	ok, err := gr.acquire(ctx, opts, false)
 	if err == nil && !ok {

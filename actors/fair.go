@@ -273,7 +273,7 @@ func (a *fairActor) shutdown() {
 		if ctx.Err() != nil {
 			break
 		}
-		if _, err := a.rt.io.FairCancel(ctx, a.key.Name, c.owner, c.w); err != nil {
+		if _, err := a.rt.io.FairCancel(ctx, a.key.Name, c.owner, c.w, time.Now()); err != nil {
 			a.rt.cfg.Logger.Debug("lockactor: fair cancel at close failed; the deadline will purge it", "lock", a.key.Name, "err", err)
 		}
 	}

@@ -187,7 +187,7 @@ func (a *fairActor) runCancel(now time.Time) bool {
 			continue
 		}
 		a.cancels = append(a.cancels[:i], a.cancels[i+1:]...)
-		if _, err := a.rt.io.FairCancel(a.rt.ctx, a.key.Name, c.owner, c.w); err != nil {
+		if _, err := a.rt.io.FairCancel(a.rt.ctx, a.key.Name, c.owner, c.w, time.Now()); err != nil {
 			a.rt.cfg.Logger.Debug("lockactor: fair cancel failed; retrying", "lock", a.key.Name, "err", err)
 			c.backoff = min(max(2*c.backoff, owedMin), owedMax)
 			c.due = time.Now().Add(c.backoff)

@@ -37,25 +37,28 @@ func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease 
 	return c.runLatched(ctx, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), pub, op.Seq, op.keepMS())
 }
 
-// FairCancel takes owner out of the queue (fair_cancel.lua); true if it was
-// queued. Running it twice changes nothing, so it needs no latch.
-func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration) (bool, error) {
+// FairCancel takes owner out of the queue (fair_cancel.lua), purging waiters
+// whose deadline had passed by now from its head; true if owner was queued.
+// Running it twice changes nothing, so it needs no latch.
+func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration, now time.Time) (bool, error) {
 	keys := append(c.fairKeys(name), LockChannel(name))
 	pub, err := c.publish(ctx)
 	if err != nil {
 		return false, err
 	}
-	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, pub).Int64()
+	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli()).Int64()
 	return n == 1, err
 }
 
-// FairForceUnlock deletes the lock whoever holds it and wakes the queue's head.
-func (c *Conn) FairForceUnlock(ctx context.Context, name string) (bool, error) {
-	keys := []string{name, FairQueue(name), LockChannel(name)}
+// FairForceUnlock deletes the lock whoever holds it and wakes the queue's
+// head, after purging the waiters whose deadline had passed by now
+// (fair_force_unlock.lua).
+func (c *Conn) FairForceUnlock(ctx context.Context, name string, now time.Time) (bool, error) {
+	keys := append(c.fairKeys(name), LockChannel(name))
 	pub, err := c.publish(ctx)
 	if err != nil {
 		return false, err
 	}
-	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, pub).Int64()
+	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, now.UnixMilli(), pub).Int64()
 	return n == 1, err
 }

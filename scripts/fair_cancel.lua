@@ -8,26 +8,42 @@
 -- ARGV[2]  W, ms: every waiter behind the leaver moves up by this much
 -- ARGV[3]  the message ("0")
 -- ARGV[4]  the publish command
+-- ARGV[5]  now, epoch ms of the caller's clock
 --
--- Returns 1 if the owner was queued, else 0. When the lock is free and the
--- queue has a new head, the head is told, so a leaver never stalls the queue.
+-- Returns 1 if the owner was queued, else 0. Once the owner is out, waiters
+-- at the head whose deadline has passed are purged, as fair_lock.lua does;
+-- then, when the lock is free and the queue's head changed, the new head is
+-- told, so neither a leaver nor a dead waiter it uncovers stalls the queue.
+local before = redis.call('lindex', KEYS[2], 0)
 local queue = redis.call('lrange', KEYS[2], 0, -1)
 local at = nil
 for i, waiter in ipairs(queue) do
     if waiter == ARGV[1] then at = i break end
 end
-if not at then
-    return 0
+if at then
+    for i = at + 1, #queue do
+        redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), queue[i])
+    end
+    redis.call('zrem', KEYS[3], ARGV[1])
+    redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
-for i = at + 1, #queue do
-    redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), queue[i])
-end
-redis.call('zrem', KEYS[3], ARGV[1])
-redis.call('lrem', KEYS[2], 0, ARGV[1])
-if at == 1 and redis.call('exists', KEYS[1]) == 0 then
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head then
-        redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[3])
+local now = tonumber(ARGV[5])
+while true do
+    local first = redis.call('lindex', KEYS[2], 0)
+    if not first then break end
+    local deadline = tonumber(redis.call('zscore', KEYS[3], first))
+    if deadline == nil or deadline <= now then
+        redis.call('zrem', KEYS[3], first)
+        redis.call('lpop', KEYS[2])
+    else
+        break
     end
 end
-return 1
+local head = redis.call('lindex', KEYS[2], 0)
+if head and head ~= before and redis.call('exists', KEYS[1]) == 0 then
+    redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[3])
+end
+if at then
+    return 1
+end
+return 0

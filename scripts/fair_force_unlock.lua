@@ -3,16 +3,32 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the queue, redisson_lock_queue:{name}
--- KEYS[3]  the channel prefix, redisson_lock__channel:{name}
+-- KEYS[3]  the deadlines, redisson_lock_timeout:{name}: zset owner -> epoch ms
+-- KEYS[4]  the channel prefix, redisson_lock__channel:{name}
 -- ARGV[1]  the message ("0")
--- ARGV[2]  the publish command
+-- ARGV[2]  now, epoch ms of the caller's clock
+-- ARGV[3]  the publish command
 --
--- Returns 1 when a lock was deleted, else 0.
+-- Returns 1 when a lock was deleted, else 0. Waiters whose deadline has
+-- passed are purged from the head first, as fair_lock.lua does, so the
+-- message goes to a live waiter rather than to one whose process died.
+local now = tonumber(ARGV[2])
+while true do
+    local first = redis.call('lindex', KEYS[2], 0)
+    if not first then break end
+    local deadline = tonumber(redis.call('zscore', KEYS[3], first))
+    if deadline == nil or deadline <= now then
+        redis.call('zrem', KEYS[3], first)
+        redis.call('lpop', KEYS[2])
+    else
+        break
+    end
+end
 if redis.call('del', KEYS[1]) == 0 then
     return 0
 end
 local head = redis.call('lindex', KEYS[2], 0)
 if head then
-    redis.call(ARGV[2], KEYS[3] .. ':' .. head, ARGV[1])
+    redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
 end
 return 1

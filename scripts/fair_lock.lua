@@ -11,8 +11,9 @@
 --
 -- Returns nil when granted (fresh or reentrant); otherwise the estimated wait
 -- in ms (a single attempt gets the lock's PTTL, or 0 when it is free but
--- others are queued). Waiters whose deadline has passed are purged from the
--- head first.
+-- others are queued). Waiters whose deadline has passed, or that have none,
+-- are purged from the head first. A newcomer's deadline is the tail's plus W,
+-- or now plus the lock's PTTL plus W when the tail has no deadline.
 local now = tonumber(ARGV[4])
 local w = tonumber(ARGV[3])
 while true do
@@ -51,10 +52,18 @@ local mine = redis.call('zscore', KEYS[3], ARGV[2])
 if mine then
     return tonumber(mine) - w - now
 end
+-- The newcomer's deadline follows the tail's; a tail without one (left by
+-- another client, or a partial state) counts as absent, as in Redisson, and
+-- the lock's PTTL is the base. fair_unlock and this script purge it once it
+-- reaches the head.
 local last = redis.call('lindex', KEYS[2], -1)
-local base
+local lastDeadline = nil
 if last and last ~= ARGV[2] then
-    base = tonumber(redis.call('zscore', KEYS[3], last)) - now
+    lastDeadline = tonumber(redis.call('zscore', KEYS[3], last))
+end
+local base
+if lastDeadline then
+    base = lastDeadline - now
 else
     base = redis.call('pttl', KEYS[1])
 end

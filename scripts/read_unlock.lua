@@ -11,8 +11,11 @@
 --
 -- Returns nil when the owner has no read hold, 0 when the owner still has
 -- read holds, 2 when its last read hold went but others (or its own write
--- hold) keep the lock (its TTL becomes the longest remaining read hold), 1
--- when the lock was deleted and the message published.
+-- hold) keep the lock, 1 when the lock was deleted and the message published.
+-- While holds remain, the lock's TTL becomes the longest remaining read hold;
+-- in write mode never less than it was, since the write hold has no hold key
+-- of its own and its lease lives only in the lock's TTL (Redisson's script
+-- takes the read holds alone, and so shortens the writer's lease).
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     return nil
@@ -35,6 +38,9 @@ if redis.call('hlen', KEYS[1]) > 1 then
                 longest = math.max(left, longest)
             end
         end
+    end
+    if mode == 'write' then
+        longest = math.max(longest, redis.call('pttl', KEYS[1]))
     end
     local kept = 2
     if n > 0 then kept = 0 end
