@@ -115,8 +115,14 @@ func (s *Server) halt() {
 	}
 }
 
+// pollStop, returned by a poll check, ends the poll at once with its error.
+type pollStop struct{ err error }
+
+func (p *pollStop) Error() string { return p.err.Error() }
+
 // poll calls check every interval until it returns nil or timeout passes,
 // and then returns check's last error, prefixed with what and the timeout.
+// A *pollStop from check ends it early.
 func poll(what string, timeout, interval time.Duration, check func(ctx context.Context) error) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -125,6 +131,9 @@ func poll(what string, timeout, interval time.Duration, check func(ctx context.C
 		cancel()
 		if err == nil {
 			return nil
+		}
+		if stop, ok := err.(*pollStop); ok {
+			return fmt.Errorf("%s: %w", what, stop.err)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s: not reached after %v: %w", what, timeout, err)
