@@ -35,14 +35,14 @@ func TestSentinel(t *testing.T) {
 	}{
 		{"initial", func(t *testing.T) {
 			if s.Master() != first || s.Replica() != second || s.MasterName() == "" || len(s.Addrs()) != 3 {
-				t.Fatalf("Master %v Replica %v name %q sentinels %v; want %s, %s", s.Master(), s.Replica(), s.MasterName(), s.Addrs(), first.Addr(), second.Addr())
+				t.Fatalf("Master %s Replica %s name %q sentinels %v; want %s, %s", addrOf(s.Master()), addrOf(s.Replica()), s.MasterName(), s.Addrs(), first.Addr(), second.Addr())
 			}
 			set(t, "before")
 			has(t, first, "before")
 		}},
 		{"graceful-failover", func(t *testing.T) {
 			if m := s.Failover(t); m != second || s.Master() != second || s.Replica() != first {
-				t.Fatalf("after Failover: returned %v, Master %v; want %s", m, s.Master(), second.Addr())
+				t.Fatalf("after Failover: returned %s, Master %s; want %s", addrOf(m), addrOf(s.Master()), second.Addr())
 			}
 			set(t, "after-failover")
 			has(t, second, "before", "after-failover")
@@ -54,7 +54,7 @@ func TestSentinel(t *testing.T) {
 			// The sentinels' INFO of the old master is up to 10s stale here;
 			// a second failover must work anyway.
 			if m := s.Failover(t); m != first || s.Master() != first {
-				t.Fatalf("after the second Failover: returned %v, Master %v; want %s", m, s.Master(), first.Addr())
+				t.Fatalf("after the second Failover: returned %s, Master %s; want %s", addrOf(m), addrOf(s.Master()), first.Addr())
 			}
 			set(t, "after-failback")
 			has(t, first, "before", "after-failover", "after-failback")
@@ -64,7 +64,7 @@ func TestSentinel(t *testing.T) {
 				t.Fatal(err)
 			}
 			if m := s.CrashFailover(t); m != second || s.Master() != second || s.Replica() != first {
-				t.Fatalf("after CrashFailover: returned %v, Master %v; want %s", m, s.Master(), second.Addr())
+				t.Fatalf("after CrashFailover: returned %s, Master %s; want %s", addrOf(m), addrOf(s.Master()), second.Addr())
 			}
 			set(t, "after-crash")
 			has(t, second, "before", "after-failover", "after-failback", "after-crash")
