@@ -53,10 +53,10 @@ type Cluster struct {
 // Each node runs with Start's arguments (`--save "" --appendonly no`, its
 // own process group, Pdeathsig) plus --cluster-enabled yes
 // --cluster-config-file <dir>/nodes-<port>.conf --cluster-node-timeout 2000,
-// a dump-<port>.rdb file name, replication settings for a fast full sync
-// (those of StartReplicated), then extraArgs (e.g. `--rename-command SPUBLISH "" --rename-command
-// SSUBSCRIBE ""` for a stand-in for a Redis 6 cluster, which has no sharded
-// pub/sub).
+// a dump-<port>.rdb file name and replication settings for a fast full sync
+// (as for StartReplicated, but the default hz), then extraArgs (e.g.
+// `--rename-command SPUBLISH "" --rename-command SSUBSCRIBE ""` for a
+// stand-in for a Redis 6 cluster, which has no sharded pub/sub).
 // Forming a cluster takes a second or two; see SharedCluster to start one
 // per test package.
 //
@@ -333,8 +333,8 @@ func startClusterNode(bin, dir string, extraArgs []string) (*Server, error) {
 				"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)),
 				"--cluster-node-timeout", clusterNodeTimeout,
 				// Replicas (StartClusterReplicas) sync as a Replicated pair
-				// does (see replArgs), from a file of their own: nodes
-				// share the directory.
+				// does (replArgs), through a file of their own: the nodes
+				// share one directory.
 				"--dbfilename", fmt.Sprintf("dump-%d.rdb", port),
 			}, append(append([]string(nil), replArgs...), extraArgs...)...)
 		},
