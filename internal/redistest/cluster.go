@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -29,18 +28,20 @@ const (
 	sharedClusterSize    = 3
 )
 
-// Cluster is a local Redis Cluster of masters only (no replicas) started by
-// StartCluster or SharedCluster. Every node is a *Server, so the fault
+// Cluster is a local Redis Cluster started by StartCluster or SharedCluster
+// (masters only) or by StartClusterReplicas (masters with replicas). Every node is a *Server, so the fault
 // methods (Kill, Pause, Resume, Restart) work on nodes as on standalone
 // servers. A node keeps its cluster config file (nodes-<port>.conf) across
 // Kill and Restart, so a restarted node rejoins with the same node ID and
 // slots (but no data); call WaitOK afterwards. A master paused for longer than
 // the 2s node timeout is marked failed by the others, and as there are no
-// replicas its slots stay uncovered (cluster_state:fail) until Resume.
+// replicas its slots stay uncovered (cluster_state:fail) until Resume; with
+// replicas (StartClusterReplicas) one of them takes over instead.
 type Cluster struct {
-	nodes  []*Server
-	dir    string // holds every node's log and nodes-<port>.conf
-	ownDir bool   // dir is ours to remove in Stop (SharedCluster)
+	nodes    []*Server
+	replicas int    // replicas per master at creation (StartClusterReplicas)
+	dir      string // holds every node's log and nodes-<port>.conf
+	ownDir   bool   // dir is ours to remove in Stop (SharedCluster)
 }
 
 // StartCluster starts n (>= 3) masters with cluster-enabled yes on free
@@ -51,14 +52,18 @@ type Cluster struct {
 //
 // Each node runs with Start's arguments (`--save "" --appendonly no`, its
 // own process group, Pdeathsig) plus --cluster-enabled yes
-// --cluster-config-file <dir>/nodes-<port>.conf --cluster-node-timeout 2000.
+// --cluster-config-file <dir>/nodes-<port>.conf --cluster-node-timeout 2000,
+// a dump-<port>.rdb file name and replication settings for a fast full sync
+// (as for StartReplicated, but the default hz), then extraArgs (e.g.
+// `--rename-command SPUBLISH "" --rename-command SSUBSCRIBE ""` for a
+// stand-in for a Redis 6 cluster, which has no sharded pub/sub).
 // Forming a cluster takes a second or two; see SharedCluster to start one
 // per test package.
 //
 // There is no miniredis fallback: without redis-server or redis-cli on PATH,
 // StartCluster fails the test when LOCKACTOR_REQUIRE_REDIS=1 and skips it
 // otherwise.
-func StartCluster(tb testing.TB, n int) *Cluster {
+func StartCluster(tb testing.TB, n int, extraArgs ...string) *Cluster {
 	tb.Helper()
 	if n < 3 {
 		tb.Fatalf("redistest: StartCluster(%d): a Redis Cluster needs at least 3 masters", n)
@@ -70,7 +75,7 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 	}
 	dir := tb.TempDir() // before tb.Cleanup(c.Stop), so the nodes stop before it is removed
 	start := time.Now()
-	c, err := startCluster(bin, cli, dir, n)
+	c, err := startCluster(bin, cli, dir, n, 0, extraArgs)
 	if err != nil {
 		tb.Fatalf("redistest: StartCluster(%d): %v", n, err)
 		return nil
@@ -138,7 +143,7 @@ func startShared(bin, cli string) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := startCluster(bin, cli, dir, sharedClusterSize)
+	c, err := startCluster(bin, cli, dir, sharedClusterSize, 0, nil)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -169,7 +174,8 @@ func (c *Cluster) Addrs() []string {
 	return addrs
 }
 
-// Nodes returns the masters, e.g. for Kill, Pause, Resume and Restart. The
+// Nodes returns the nodes (with StartClusterReplicas, masters and replicas
+// alike), e.g. for Kill, Pause, Resume and Restart. The
 // slice is a copy; the *Server values are the cluster's own.
 func (c *Cluster) Nodes() []*Server { return append([]*Server(nil), c.nodes...) }
 
@@ -274,30 +280,25 @@ func (c *Cluster) Stop() {
 	}
 }
 
-// clusterTools finds redis-server and redis-cli. Without them it fails the
-// test when LOCKACTOR_REQUIRE_REDIS=1 and skips it otherwise; ok is false if
-// tb's Fatalf or Skipf returned instead of ending the goroutine.
+// clusterTools finds redis-server and redis-cli, or fails or skips the test
+// as needTools does; ok is false if tb's Fatalf or Skipf returned.
 func clusterTools(tb testing.TB) (bin, cli string, ok bool) {
 	tb.Helper()
-	bin, errBin := exec.LookPath("redis-server")
-	cli, errCli := exec.LookPath("redis-cli")
-	if err := errors.Join(errBin, errCli); err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			tb.Fatalf("redistest: a Redis Cluster needs redis-server and redis-cli on PATH and %s=1 requires them: %v", RequireEnv, err)
-		} else {
-			tb.Skipf("needs redis-server and redis-cli on PATH for a Redis Cluster (there is no miniredis fallback; set %s=1 to fail instead): %v", RequireEnv, err)
-		}
+	paths, ok := needTools(tb, "a Redis Cluster", "redis-server", "redis-cli")
+	if !ok {
 		return "", "", false
 	}
-	return bin, cli, true
+	return paths[0], paths[1], true
 }
 
-// startCluster starts n nodes in dir, joins them with redis-cli and waits
-// until the cluster is ok. On error every node it started has been stopped.
-func startCluster(bin, cli, dir string, n int) (*Cluster, error) {
-	c := &Cluster{dir: dir}
-	for range n {
-		s, err := startClusterNode(bin, dir)
+// startCluster starts masters*(1+replicas) nodes in dir, each with
+// extraArgs, joins them with redis-cli (--cluster-replicas replicas) and
+// waits until the cluster is ok and every replica is linked. On error every
+// node it started has been stopped.
+func startCluster(bin, cli, dir string, masters, replicas int, extraArgs []string) (*Cluster, error) {
+	c := &Cluster{dir: dir, replicas: replicas}
+	for range masters * (1 + replicas) {
+		s, err := startClusterNode(bin, dir, extraArgs)
 		if err != nil {
 			c.Stop()
 			return nil, err
@@ -312,41 +313,32 @@ func startCluster(bin, cli, dir string, n int) (*Cluster, error) {
 		c.Stop()
 		return nil, fmt.Errorf("cluster %v: %w", c.Addrs(), err)
 	}
+	if err := c.waitLinked(clusterReadyTimeout, masters*replicas); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("cluster %v: %w", c.Addrs(), err)
+	}
 	return c, nil
 }
 
-// startClusterNode launches one cluster-enabled redis-server (Server.launch)
-// on a port whose bus port is free too, retrying with new ports like Start.
+// startClusterNode launches one cluster-enabled redis-server (startNode) on
+// a port whose bus port is free too, with extraArgs after the cluster ones.
 // No tb.Cleanup is registered: the Cluster stops its nodes.
-func startClusterNode(bin, dir string) (*Server, error) {
-	var errs []error
-	for range startAttempts {
-		port, err := clusterFreePort()
-		if err != nil {
-			return nil, err
-		}
-		s := &Server{
-			bin: bin,
-			dir: dir,
-			log: filepath.Join(dir, fmt.Sprintf("redis-%d.log", port)),
-			args: []string{
+func startClusterNode(bin, dir string, extraArgs []string) (*Server, error) {
+	return startNode(bin, dir, nodeSpec{
+		name: "redis",
+		port: clusterFreePort,
+		args: func(port int) []string {
+			return append([]string{
 				"--cluster-enabled", "yes",
 				"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port)),
 				"--cluster-node-timeout", clusterNodeTimeout,
-			},
-		}
-		p, err := s.launch(port)
-		if err == nil {
-			s.port, s.addr, s.p = port, addr(port), p
-			return s, nil
-		}
-		errs = append(errs, err)
-		if errors.Is(err, errNotReady) || len(errs) == startAttempts {
-			errs = append(errs, fmt.Errorf("--- tail of %s ---\n%s", s.log, tail(s.log)))
-			break
-		}
-	}
-	return nil, fmt.Errorf("cluster node did not start: %w", errors.Join(errs...))
+				// Replicas (StartClusterReplicas) sync as a Replicated pair
+				// does (replArgs), through a file of their own: the nodes
+				// share one directory.
+				"--dbfilename", fmt.Sprintf("dump-%d.rdb", port),
+			}, append(append([]string(nil), replArgs...), extraArgs...)...)
+		},
+	})
 }
 
 // clusterFreePort returns a free port (freePort) whose cluster bus port,
@@ -383,7 +375,7 @@ func (c *Cluster) create(cli string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
 	defer cancel()
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(c.replicas), "--cluster-yes")
 	cmd := exec.CommandContext(ctx, cli, args...)
 	cmd.Dir = c.dir
 	cmd.Stdout, cmd.Stderr = out, out

@@ -29,5 +29,14 @@
 // goes silent while the server is fine (Freeze), one that is reset (Cut), and
 // a reply lost after its command ran (CutAfter).
 //
+// Replication fixtures, with no miniredis fallback (they skip without
+// redis-server, or fail under LOCKACTOR_REQUIRE_REDIS=1): [StartReplicated]
+// is a master and a replica, cheap enough for one per round
+// ([StartReplicatedLinked] routes the replication link through a Proxy so
+// a replica can really lag); [StartSentinel] adds three sentinels with
+// graceful and crash failover; [StartClusterReplicas] is a cluster whose
+// masters have a replica each, with [Cluster.Failover] and
+// [Cluster.MoveSlot].
+//
 // The package is Linux-only (it relies on Pdeathsig and /proc).
 package redistest

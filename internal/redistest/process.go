@@ -106,6 +106,9 @@ func (s *Server) launch(port int) (*proc, error) {
 		"--save", "", "--appendonly", "no",
 		"--dir", s.dir, "--logfile", "", // log to stdout, i.e. s.log
 	}, s.args...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...) // redis-server wants the file first
+	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = logf, logf // *os.File: no copying goroutines

@@ -35,6 +35,7 @@ const (
 // PATH, an in-process miniredis). Its methods are safe for concurrent use.
 type Server struct {
 	bin  string   // redis-server binary
+	conf string   // config file given as the first argument, or "" (sentinels)
 	args []string // extra args from Start
 	dir  string   // --dir, a tb.TempDir()
 	log  string   // stdout+stderr of every launch, appended
