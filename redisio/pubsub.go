@@ -52,10 +52,10 @@ const retryEvery = 100 * time.Millisecond
 // leaves a handler registered on a channel that is not subscribed, or about
 // to be again.
 type PubSub struct {
-	rdb     redis.UniversalClient
-	topo    *Topology     // decides SSUBSCRIBE (sharded) or SUBSCRIBE
-	health  time.Duration // silence before a PING; as long again for its PONG
-	log     *slog.Logger
+	rdb    redis.UniversalClient
+	topo   *Topology     // decides SSUBSCRIBE (sharded) or SUBSCRIBE
+	health time.Duration // silence before a PING; as long again for its PONG
+	log    *slog.Logger
 
 	mu        sync.Mutex
 	shards    map[string]*shard // by master address; "" when not sharded
@@ -78,8 +78,9 @@ type PubSub struct {
 
 // shard is one subscription connection and the loop that reads it.
 type shard struct {
-	addr string
-	ps   *redis.PubSub // replaced by the loop after a failure
+	addr   string
+	ps     *redis.PubSub // replaced by the loop after a failure
+	server string        // run_id behind the connection (Sentinel only; see masterMoved)
 }
 
 // NewPubSub prepares a multiplexer on rdb; no connection opens until the first
@@ -281,7 +282,13 @@ func (p *PubSub) Close() {
 func (p *PubSub) loop(s *shard) {
 	defer p.loops.Done()
 	ctx := context.Background()
-	pinged := false // a PING is out and nothing has come back since
+	follow := followsMaster(p.rdb)
+	tick := p.health
+	if follow {
+		tick = min(p.health, masterCheckEvery)
+	}
+	pinged := false          // a PING is out and nothing has come back since
+	var silent time.Duration // since the last thing received
 	for {
 		p.mu.Lock()
 		ps, closed := s.ps, p.closed
@@ -289,24 +296,37 @@ func (p *PubSub) loop(s *shard) {
 		if closed {
 			return
 		}
-		msg, err := ps.ReceiveTimeout(ctx, p.health)
+		if follow && s.server == "" {
+			s.server = p.serverID(ctx) // the connection was just (re)opened
+		}
+		msg, err := ps.ReceiveTimeout(ctx, tick)
 		var ne net.Error
 		switch {
 		case err == nil:
-			pinged = false
+			pinged, silent = false, 0
 			p.route(s, msg)
 			continue
-		case errors.As(err, &ne) && ne.Timeout() && !pinged:
+		case errors.As(err, &ne) && ne.Timeout():
+			if follow && p.masterMoved(ctx, s) {
+				err = errMasterMoved
+				break
+			}
+			if silent += tick; silent < p.health {
+				continue
+			}
+			silent = 0
+			if pinged {
+				err = errors.New("no PONG within the health period")
+				break
+			}
 			// Silence: ask. A half-open connection accepts the PING and
 			// never answers, which the next timeout reveals.
 			if err = ps.Ping(ctx); err == nil {
 				pinged = true
 				continue
 			}
-		case errors.As(err, &ne) && ne.Timeout():
-			err = errors.New("no PONG within the health period")
 		}
-		pinged = false
+		pinged, silent, s.server = false, 0, ""
 		if !p.replace(s, ps, err) {
 			return
 		}

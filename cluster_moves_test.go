@@ -1,0 +1,93 @@
+package lockactor_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+// TestClusterRedis6StandIn: a Cluster whose servers lack SPUBLISH and
+// SSUBSCRIBE (Redis 7 with both renamed away answers as Redis 6 does). The
+// Client used to choose SPUBLISH for every Cluster client: the release
+// script deleted the key and then failed, so Unlock reported an error for a
+// lock it had released and nobody was woken. Now the masters are asked once
+// and the classic commands used.
+func TestClusterRedis6StandIn(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, "--rename-command", "SPUBLISH", "", "--rename-command", "SSUBSCRIBE", "")
+	a, b := newClient(t, cl.Client(t)), newClient(t, cl.Client(t))
+	ctx := ctxFor(t, 30*time.Second)
+	for _, name := range namesOnEveryMaster(t, cl, "r6-") {
+		holder, waiter := a.Lock(name), b.Lock(name)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d := wakeAfter(t, func() error { return waiter.Lock(ctx) }, func() error { return holder.Unlock(ctx) })
+		if d > 500*time.Millisecond {
+			t.Fatalf("%s: waiter woken %v after Unlock", name, d)
+		}
+		if err := waiter.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestClusterSlotMovesKeepWaitersWoken: a waiter's shard channel lives on the
+// master that owns its slot. When the slot moves (a resharding, or a replica
+// promoted by CLUSTER FAILOVER), Redis 7 drops the subscription with a
+// SUNSUBSCRIBE that go-redis's Channel() swallows: the waiter then slept
+// until its holder's TTL. The subscription must follow the slot, and the
+// holder's Unlock wake the waiter.
+func TestClusterSlotMovesKeepWaitersWoken(t *testing.T) {
+	cl := redistest.StartClusterReplicas(t, 3)
+	a := newClient(t, cl.Client(t))
+	b := newClient(t, cl.Client(t))
+	ctx := ctxFor(t, 120*time.Second)
+
+	moves := []struct {
+		name string
+		move func(t *testing.T, key string)
+	}{
+		{"reshard", func(t *testing.T, key string) {
+			from := cl.MasterFor(key)
+			var to *redistest.Server
+			for _, m := range cl.Masters() {
+				if m != from {
+					to = m
+					break
+				}
+			}
+			cl.MoveSlot(t, key, to)
+		}},
+		{"failover", func(t *testing.T, key string) { cl.Failover(t, key) }},
+	}
+	for _, mv := range moves {
+		t.Run(mv.name, func(t *testing.T) {
+			name := "moved-" + mv.name
+			holder, waiter := a.Lock(name), b.Lock(name)
+			if err := holder.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			channel := "redisson_lock__channel:{" + name + "}"
+			d := wakeAfter(t, func() error { return waiter.Lock(ctx) }, func() error {
+				mv.move(t, name)
+				owner := cl.MasterFor(name).Client(t)
+				within(t, 10*time.Second, "the waiter subscribed on the slot's new master", func() bool {
+					return owner.PubSubShardNumSub(ctx, channel).Val()[channel] == 1
+				})
+				select {
+				case <-holder.Lost():
+					t.Errorf("the holder lost its lock when its slot moved")
+				default:
+				}
+				return holder.Unlock(ctx)
+			})
+			if d > time.Second {
+				t.Fatalf("waiter woken %v after Unlock", d)
+			}
+			if err := waiter.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
