@@ -1,9 +1,12 @@
 package lockactor_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
 )
 
@@ -61,6 +64,25 @@ func TestClusterSlotMovesKeepWaitersWoken(t *testing.T) {
 		}},
 		{"failover", func(t *testing.T, key string) { cl.Failover(t, key) }},
 	}
+	t.Run("replicaSync", func(t *testing.T) {
+		// WAIT goes to the key's master with the script; a frozen replica
+		// makes the grant unconfirmed, undone and reported.
+		name := "cl-synced"
+		master := cl.MasterFor(name)
+		if ok, err := a.Lock(name).TryLock(ctx); !ok || err != nil {
+			t.Fatalf("TryLock on a replicated cluster: %v, %v", ok, err)
+		}
+		if s := master.Client(t).Info(ctx, "commandstats").Val(); !strings.Contains(s, "cmdstat_wait:") {
+			t.Fatalf("no WAIT reached the key's master:\n%s", s)
+		}
+		replica := cl.ReplicaOf(master)
+		replica.Pause(t)
+		_, err := a.Lock(name + "-frozen").TryLock(ctx)
+		replica.Resume(t)
+		if !errors.Is(err, lockactor.ErrNotReplicated) {
+			t.Fatalf("TryLock with the slot's replica frozen: %v, want ErrNotReplicated", err)
+		}
+	})
 	for _, mv := range moves {
 		t.Run(mv.name, func(t *testing.T) {
 			name := "moved-" + mv.name

@@ -14,29 +14,13 @@ import (
 	"github.com/lockactor/lockactor/internal/redistest"
 )
 
-// replicatedPair starts a master (with masterArgs) and one replica of it,
-// and waits until the master counts the replica as connected.
-func replicatedPair(t *testing.T, masterArgs ...string) (master, replica *redistest.Server) {
-	t.Helper()
-	master = redistest.Start(t, masterArgs...)
-	if master.Embedded() {
-		t.Skip("replication needs a real redis-server")
-	}
-	replica = redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port()))
-	m := master.Client(t)
-	within(t, 10*time.Second, "replica connected", func() bool {
-		info := m.Info(ctxFor(t, time.Second), "replication").Val()
-		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
-	})
-	return master, replica
-}
-
 // TestReplicaSync: with replicas, a grant is confirmed by WAIT in the same
 // round trip; one that no replica confirmed is undone and reported
 // (TryLock) or retried (Lock), for every acquiring kind; with sync off the
 // same grant stands unconfirmed.
 func TestReplicaSync(t *testing.T) {
-	master, replica := replicatedPair(t)
+	pair := redistest.StartReplicated(t)
+	master, replica := pair.Master(), pair.Replica()
 	mrdb, rrdb := master.Client(t), replica.Client(t)
 	on := newClient(t, master.Client(t), lockactor.WithReplicaSync(-1, 300*time.Millisecond))
 	off := newClient(t, master.Client(t), lockactor.WithReplicaSync(0, time.Second))
@@ -150,7 +134,7 @@ func TestReplicaSyncSilentWithoutReplicas(t *testing.T) {
 		}
 	})
 	t.Run("WaitRefused", func(t *testing.T) {
-		master, _ := replicatedPair(t, "--rename-command", "WAIT", "")
+		master := redistest.StartReplicated(t, "--rename-command", "WAIT", "").Master()
 		var buf syncBuffer
 		log := slog.New(slog.NewTextHandler(&buf, nil))
 		c := newClient(t, master.Client(t), lockactor.WithLogger(log))
