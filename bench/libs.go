@@ -56,6 +56,9 @@ func allLibs(t tuning) []libSpec {
 	return []libSpec{
 		{"raw", func(rdb *redis.Client) (lib, error) { return newRaw(rdb), nil }},
 		{"lockactor", func(rdb *redis.Client) (lib, error) { return openLockactor(rdb) }},
+		{"lockactor-nosync", func(rdb *redis.Client) (lib, error) {
+			return openLockactor(rdb, lockactor.WithReplicaSync(0, time.Second))
+		}},
 		{"redsync-default", func(rdb *redis.Client) (lib, error) { return openRedsync(rdb), nil }},
 		{"redsync-tuned", func(rdb *redis.Client) (lib, error) {
 			return openRedsync(rdb, redsync.WithTries(t.RedsyncTries), redsync.WithRetryDelay(t.RedsyncDelay)), nil
@@ -68,7 +71,15 @@ func allLibs(t tuning) []libSpec {
 // always kept, as every ratio is against it.
 func pickLibs(all []libSpec, csv string) ([]libSpec, error) {
 	if csv == "" || csv == "all" {
-		return all, nil
+		// lockactor-nosync differs from lockactor only with --replicas:
+		// it runs when named.
+		var out []libSpec
+		for _, s := range all {
+			if s.Name != "lockactor-nosync" {
+				out = append(out, s)
+			}
+		}
+		return out, nil
 	}
 	want := map[string]bool{"raw": true}
 	for _, n := range strings.Split(csv, ",") {

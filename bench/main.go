@@ -42,6 +42,7 @@ type settings struct {
 	Tuning      tuning
 	RedisServer string
 	CPUProfile  string
+	Replicas    int
 }
 
 const allScenarios = "uncontended,contended,multiproc,manykeys,scale"
@@ -70,6 +71,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer srv.stop()
+	replicas, err := startReplicas(s.RedisServer, srv, s.Replicas)
+	for _, r := range replicas {
+		defer r.stop()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
 	if s.CPUProfile != "" {
 		stopProfile, err := startCPUProfile(s.CPUProfile)
 		if err != nil {
@@ -117,7 +126,8 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 		fmt.Fprint(stderr, `bench: lockactor vs redsync vs bsm/redislock vs a raw floor, on a redis-server
 it starts itself (127.0.0.1, free port, no persistence) and stops at the end.
 
-Libraries: raw, lockactor, redsync-default, redsync-tuned, redislock; they
+Libraries: raw, lockactor, lockactor-nosync (replica sync off), redsync-default,
+redsync-tuned, redislock; they
 alternate within each round and the report shows medians over rounds, with
 ratios against raw. Markdown on stdout (or JSON with --json), progress on stderr.
 
@@ -153,6 +163,7 @@ Usage: go run . [flags]
 	fs.DurationVar(&s.Tuning.RedislockBackoff, "redislock-backoff", 10*time.Millisecond, "redislock: LinearBackoff step")
 	fs.StringVar(&s.RedisServer, "redis-server", redisBin, "redis-server binary")
 	fs.StringVar(&s.Scale.HeapProfile, "heapprofile", "", "scale: write a heap profile of lockactor after the names test's settle period to this file")
+	fs.IntVar(&s.Replicas, "replicas", 0, "start this many replicas of the server (lockactor's replica sync then WAITs for them; compare lockactor with lockactor-nosync)")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole measurement (this process only) to this file")
 	if err := fs.Parse(args); err != nil {
 		return s, err

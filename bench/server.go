@@ -30,10 +30,10 @@ type server struct {
 // startServer launches bin on a free 127.0.0.1 port and waits until it
 // answers PING with its own pid (so a port taken by someone else in between
 // is detected). It tries a few ports before giving up.
-func startServer(bin string) (*server, error) {
+func startServer(bin string, extra ...string) (*server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		s, err := tryStart(bin)
+		s, err := tryStart(bin, extra)
 		if err == nil {
 			return s, nil
 		}
@@ -42,13 +42,14 @@ func startServer(bin string) (*server, error) {
 	return nil, fmt.Errorf("start %s: %w", bin, lastErr)
 }
 
-func tryStart(bin string) (*server, error) {
+func tryStart(bin string, extra []string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--maxclients", "10000")
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--maxclients", "10000"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -61,6 +62,31 @@ func tryStart(bin string) (*server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startReplicas starts n replicas of primary and waits until primary counts
+// them all as connected (lockactor's replica sync then WAITs for them).
+func startReplicas(bin string, primary *server, n int) ([]*server, error) {
+	host, port, _ := net.SplitHostPort(primary.addr)
+	var out []*server
+	for range n {
+		r, err := startServer(bin, "--replicaof", host, port)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := primary.admin.Info(ctx, "replication").Result()
+		cancel()
+		if err == nil && infoField(info, "connected_slaves") == strconv.Itoa(n) {
+			return out, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return out, fmt.Errorf("%d replicas did not connect in time", n)
 }
 
 // freePort asks the kernel for a free loopback port.
