@@ -108,10 +108,12 @@ func TestReplicaSync(t *testing.T) {
 	})
 }
 
-// TestReplicaSyncSilentWithoutReplicas: the default policy sends no WAIT to
-// a master without replicas, and a master that refuses WAIT turns sync off
-// for itself (with one warning) instead of failing every grant.
-func TestReplicaSyncSilentWithoutReplicas(t *testing.T) {
+// TestReplicaSyncFallbacks: the default policy sends no WAIT to a master
+// without replicas; a master with AOF on but no WAITAOF (Redis < 7.2) is
+// confirmed with WAIT from its first grant; a master that refuses WAIT
+// turns sync off for itself (with one warning) instead of failing every
+// grant.
+func TestReplicaSyncFallbacks(t *testing.T) {
 	ctx := ctxFor(t, 20*time.Second)
 	waits := func(rdb *redis.Client) string {
 		return rdb.Info(ctx, "commandstats").Val()
@@ -131,6 +133,22 @@ func TestReplicaSyncSilentWithoutReplicas(t *testing.T) {
 		}
 		if s := waits(srv.Client(t)); strings.Contains(s, "cmdstat_wait:") {
 			t.Fatalf("WAIT sent to a master without replicas:\n%s", s)
+		}
+	})
+	t.Run("AOFWithoutWAITAOF", func(t *testing.T) {
+		// AOF on asks for WAITAOF, which Redis 7.0 lacks: the master is
+		// asked once whether it has it, and WAIT confirms instead.
+		pair := redistest.StartReplicated(t, "--appendonly", "yes")
+		c := newClient(t, pair.Master().Client(t), lockactor.WithReplicaSync(-1, 200*time.Millisecond))
+		// The very first grant must already be confirmed (or refused).
+		pair.Replica().Pause(t)
+		_, err := c.Lock("aof-frozen").TryLock(ctx)
+		pair.Replica().Resume(t)
+		if !errors.Is(err, lockactor.ErrNotReplicated) {
+			t.Fatalf("first TryLock with AOF on and the replica frozen: %v, want ErrNotReplicated", err)
+		}
+		if ok, err := c.Lock("aof-ok").TryLock(ctx); !ok || err != nil {
+			t.Fatalf("TryLock with AOF on: %v, %v", ok, err)
 		}
 	})
 	t.Run("WaitRefused", func(t *testing.T) {

@@ -52,7 +52,8 @@ type nodeFacts struct {
 	replicas int       // connected_slaves
 	aof      bool      // aof_enabled
 	noWait   bool      // WAIT is refused (managed Redis): no sync on this node
-	noAOF    bool      // WAITAOF is refused (Redis < 7.2): WAIT instead
+	noAOF    bool      // WAITAOF is missing (Redis < 7.2): WAIT instead
+	aofKnown bool      // whether WAITAOF exists has been asked
 }
 
 // factsFresh is how long a master's replica count is trusted before it is
@@ -156,9 +157,21 @@ func (t *Topology) facts(ctx context.Context, addr string, c *redis.Client) (nod
 	}
 	replicas, _ := strconv.Atoi(infoField(repl.Val(), "connected_slaves"))
 	aof := infoField(pers.Val(), "aof_enabled") == "1"
+	probeAOF := aof && !cur.aofKnown
+	hasAOF := false
+	if probeAOF {
+		// WAITAOF came with Redis 7.2; ask once rather than fail a script.
+		var err error
+		if hasAOF, err = knows(ctx, c, "waitaof"); err != nil {
+			return cur, err
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f.read, f.replicas, f.aof = time.Now(), replicas, aof
+	if probeAOF {
+		f.aofKnown, f.noAOF = true, !hasAOF
+	}
 	return *f, nil
 }
 
