@@ -56,7 +56,10 @@ func (l *Lock) Lock(ctx context.Context, opts ...LockOption) error {
 
 // TryLock makes one attempt, or with WithWait waits up to that long; (false,
 // nil) when the lock was not acquired. If ctx ends first the error matches
-// ctx.Err() and nothing is held.
+// ctx.Err() and nothing is held. With replica sync on (WithReplicaSync), a
+// single attempt whose grant too few replicas confirmed returns an error
+// matching ErrNotReplicated (the grant was undone); with WithWait such
+// attempts are retried until the wait ends.
 func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (bool, error) {
 	o, err := l.begin(ctx, opts)
 	if err != nil {
