@@ -141,7 +141,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 }
 
 // TryAcquire takes n (> 0) permits if they are available within wait (0: one
-// attempt); (false, nil) when they were not.
+// attempt); (false, nil) when they were not. With replica sync on, a single
+// attempt whose permits too few replicas confirmed gives them back and
+// returns an error matching ErrNotReplicated; with a wait it tries again.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (bool, error) {
 	if wait < 0 {
 		return false, invalid(s.name, "negative wait")
