@@ -86,12 +86,16 @@ func within(t testing.TB, d time.Duration, what string, cond func() bool) time.D
 // hundred milliseconds can only come from the release message.
 func wakeAfter(t *testing.T, wait func() error, release func() error) time.Duration {
 	t.Helper()
-	got := make(chan time.Time, 1)
+	type woke struct {
+		at  time.Time
+		err error
+	}
+	// The waiter reports through got, never through t: it may still be
+	// waiting when a failed release ends the test.
+	got := make(chan woke, 1)
 	go func() {
-		if err := wait(); err != nil {
-			t.Errorf("wait: %v", err)
-		}
-		got <- time.Now()
+		err := wait()
+		got <- woke{time.Now(), err}
 	}()
 	time.Sleep(300 * time.Millisecond)
 	released := time.Now()
@@ -99,8 +103,11 @@ func wakeAfter(t *testing.T, wait func() error, release func() error) time.Durat
 		t.Fatal(err)
 	}
 	select {
-	case at := <-got:
-		return at.Sub(released)
+	case w := <-got:
+		if w.err != nil {
+			t.Errorf("wait: %v", w.err)
+		}
+		return w.at.Sub(released)
 	case <-time.After(10 * time.Second):
 		t.Fatal("waiter never woke")
 		return 0

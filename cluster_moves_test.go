@@ -1,6 +1,7 @@
 package lockactor_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -91,20 +92,38 @@ func TestClusterSlotMovesKeepWaitersWoken(t *testing.T) {
 				t.Fatal(err)
 			}
 			channel := "redisson_lock__channel:{" + name + "}"
-			d := wakeAfter(t, func() error { return waiter.Lock(ctx) }, func() error {
-				mv.move(t, name)
-				owner := cl.MasterFor(name).Client(t)
-				within(t, 10*time.Second, "the waiter subscribed on the slot's new master", func() bool {
-					return owner.PubSubShardNumSub(ctx, channel).Val()[channel] == 1
-				})
-				select {
-				case <-holder.Lost():
-					t.Errorf("the holder lost its lock when its slot moved")
-				default:
-				}
-				return holder.Unlock(ctx)
+			// The waiter waits through the move; its error comes back on a
+			// channel, so it never reports after the test has ended.
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			woken := make(chan error, 1)
+			go func() { woken <- waiter.Lock(wctx) }()
+			time.Sleep(300 * time.Millisecond)
+			mv.move(t, name)
+			owner := cl.MasterFor(name).Client(t)
+			within(t, 10*time.Second, "the waiter subscribed on the slot's new master", func() bool {
+				return owner.PubSubShardNumSub(ctx, channel).Val()[channel] == 1
 			})
-			if d > time.Second {
+			select {
+			case <-holder.Lost():
+				t.Fatal("the holder lost its lock when its slot moved")
+			case err := <-woken:
+				t.Fatalf("the waiter returned while the holder held: %v", err)
+			default:
+			}
+			unlocked := time.Now()
+			if err := holder.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-woken:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter was not woken within 10s of the Unlock")
+			}
+			if d := time.Since(unlocked); d > time.Second {
 				t.Fatalf("waiter woken %v after Unlock", d)
 			}
 			if err := waiter.Unlock(ctx); err != nil {

@@ -202,10 +202,13 @@ func TestClusterShardedResubscribeAfterKill(t *testing.T) {
 		}
 		w := b.Lock(name)
 		go func() {
+			// Errors come back on woken: a goroutine must not report after
+			// the test has ended.
 			if err := w.Lock(ctx); err != nil {
-				t.Errorf("waiter %s: %v", name, err)
+				woken <- fmt.Sprintf("%s: %v", name, err)
+				return
 			}
-			woken <- name
+			woken <- ""
 			_ = w.Unlock(ctx)
 		}()
 	}
@@ -236,7 +239,10 @@ func TestClusterShardedResubscribeAfterKill(t *testing.T) {
 	}
 	for range names {
 		select {
-		case <-woken:
+		case err := <-woken:
+			if err != "" {
+				t.Fatalf("waiter %s", err)
+			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("a waiter slept on a free lock for 5s after the unlocks")
 		}

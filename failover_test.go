@@ -54,15 +54,16 @@ func TestSentinelGracefulFailoverKeepsLocks(t *testing.T) {
 			if err := holder.Lock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			woken := make(chan string, 2)
+			type woke struct {
+				side string
+				err  error
+			}
+			// Waiters report through woken, never through t: they may
+			// still wait when a failure ends the test.
+			woken := make(chan woke, 2)
 			waiters := map[string]*lockactor.Lock{"same-client": home.Lock(name), "other-client": other.Lock(name)}
 			for side, w := range waiters {
-				go func() {
-					if err := w.Lock(ctx); err != nil {
-						t.Errorf("%s waiter: %v", side, err)
-					}
-					woken <- side
-				}()
+				go func() { woken <- woke{side, w.Lock(ctx)} }()
 			}
 			time.Sleep(300 * time.Millisecond)
 
@@ -81,8 +82,8 @@ func TestSentinelGracefulFailoverKeepsLocks(t *testing.T) {
 			select {
 			case <-holder.Lost():
 				t.Fatal("the holder's Lost closed across a graceful failover")
-			case side := <-woken:
-				t.Fatalf("the %s waiter was granted while the holder held", side)
+			case w := <-woken:
+				t.Fatalf("the %s waiter returned while the holder held: %v", w.side, w.err)
 			case <-settle:
 			}
 			field := lockactor.OwnerOf(holder)
@@ -96,7 +97,11 @@ func TestSentinelGracefulFailoverKeepsLocks(t *testing.T) {
 			}
 			for range waiters {
 				select {
-				case side := <-woken:
+				case w := <-woken:
+					side := w.side
+					if w.err != nil {
+						t.Fatalf("%s waiter: %v", side, w.err)
+					}
 					d := time.Since(unlocked)
 					t.Logf("%s waiter woken %v after the unlock", side, d.Round(time.Millisecond))
 					if d > 700*time.Millisecond {
