@@ -9,14 +9,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// batcher sends script calls that many actors make at about the same time
-// (watchdog renewals, which fire on a shared period) as pipelines: group
-// commit. The first call is sent at once; calls that arrive while a pipeline
-// is in flight go together in the next one, so a burst of N renewals costs a
-// few round trips instead of N, and a lone call waits for nothing.
+// batcher sends the script calls that many actors make at about the same
+// time as pipelines: group commit. The first call is sent at once; calls
+// that arrive while a pipeline is in flight go together in the next one, so
+// N concurrent calls cost a few round trips instead of N, and a lone call
+// waits for nothing. Every latched script, renewal and latch deletion goes
+// through one: a single server or Sentinel group has one, a Cluster one per
+// master (pipelines go to that master's own client, so a slow master
+// delays only its names, and a WAIT can follow the scripts on their
+// connection).
 type batcher struct {
-	rdb redis.UniversalClient
-	c   *Conn // for replica sync
+	c    *Conn
+	addr string                // the master's address on a Cluster; "" otherwise
+	rdb  redis.UniversalClient // where pipelines go
 
 	mu       sync.Mutex
 	pending  []*batchCall
@@ -30,24 +35,33 @@ type batchCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	done   chan *redis.Cmd
+	done   chan Reply
+	lead   chan struct{} // closed when this caller is to send the next pipeline; nil for a post
 }
 
 // maxBatch bounds one pipeline.
 const maxBatch = 1000
 
-// run queues one call and waits for its reply; the caller whose call finds no
-// flush in progress becomes the flusher until the queue is empty.
-func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	call := &batchCall{script: script, keys: keys, args: args, done: make(chan *redis.Cmd, 1)}
+// run queues one call and waits for its reply. A caller whose call finds
+// no pipeline in flight sends one, with every call pending (its own first);
+// then, if calls arrived meanwhile, it hands the sending on to the first of
+// them, so no caller sends more than one pipeline and a busy name's actor
+// is not kept serving everyone else's.
+func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) Reply {
+	call := &batchCall{script: script, keys: keys, args: args, done: make(chan Reply, 1), lead: make(chan struct{})}
 	b.mu.Lock()
 	b.pending = append(b.pending, call)
 	lead := !b.flushing
 	b.flushing = true
 	b.mu.Unlock()
-	if lead {
-		b.flush(ctx)
+	if !lead {
+		select {
+		case r := <-call.done:
+			return r
+		case <-call.lead:
+		}
 	}
+	b.sendNext(ctx)
 	return <-call.done
 }
 
@@ -55,7 +69,7 @@ func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, 
 // next pipeline, sent by a flusher started here if none runs. After close,
 // posted calls are dropped.
 func (b *batcher) post(script *redis.Script, keys []string, args ...any) {
-	call := &batchCall{script: script, keys: keys, args: args, done: make(chan *redis.Cmd, 1)}
+	call := &batchCall{script: script, keys: keys, args: args, done: make(chan Reply, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -64,12 +78,18 @@ func (b *batcher) post(script *redis.Script, keys []string, args ...any) {
 	b.pending = append(b.pending, call)
 	if !b.flushing {
 		b.flushing = true
-		b.posted.Add(1)
-		go func() {
-			defer b.posted.Done()
-			b.flush(context.Background())
-		}()
+		b.startPoster()
 	}
+}
+
+// startPoster starts a goroutine to send the next pipeline, for posted
+// calls that have no caller to send it. The caller holds b.mu.
+func (b *batcher) startPoster() {
+	b.posted.Add(1)
+	go func() {
+		defer b.posted.Done()
+		b.sendNext(context.Background())
+	}()
 }
 
 // close drops posted calls from now on and waits, until deadline, for the
@@ -81,37 +101,54 @@ func (b *batcher) close(deadline time.Time) bool {
 	return waitUntil(&b.posted, deadline)
 }
 
-// flush sends pipelines until nothing is pending.
-func (b *batcher) flush(ctx context.Context) {
-	for {
-		b.mu.Lock()
-		n := min(len(b.pending), maxBatch)
-		if n == 0 {
-			b.flushing = false
-			b.mu.Unlock()
-			return
+// sendNext sends one pipeline of what is pending (the sender's own call
+// first), then passes the turn to the first call that arrived meanwhile,
+// or ends the flush.
+func (b *batcher) sendNext(ctx context.Context) {
+	b.mu.Lock()
+	n := min(len(b.pending), maxBatch)
+	calls := append([]*batchCall(nil), b.pending[:n]...)
+	b.pending = b.pending[n:]
+	b.mu.Unlock()
+	if len(calls) > 0 {
+		b.send(ctx, calls, true)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		// Close has begun: posted calls are dropped, and no poster may
+		// start while Close waits for them.
+		kept := b.pending[:0]
+		for _, c := range b.pending {
+			if c.lead != nil {
+				kept = append(kept, c)
+			}
 		}
-		calls := append([]*batchCall(nil), b.pending[:n]...)
-		b.pending = b.pending[n:]
-		b.mu.Unlock()
-		b.send(ctx, calls)
+		b.pending = kept
+	}
+	switch {
+	case len(b.pending) == 0:
+		b.flushing = false
+	case b.pending[0].lead != nil:
+		close(b.pending[0].lead)
+	default:
+		b.startPoster()
 	}
 }
 
-// send runs calls as one pipeline of EVALSHA; a call whose script the server
-// does not know yet is run again on its own (EVALSHA, then EVAL). With
-// replica sync on (outside a Cluster, whose pipelines go to several
-// masters), one WAIT at the end confirms the whole pipeline; a shortfall is
-// only logged: a renewal that did not reach a replica still holds on the
-// master, and the next renewal tries again.
-func (b *batcher) send(ctx context.Context, calls []*batchCall) {
-	var t syncTarget
-	if b.c != nil && b.c.topo.cluster == nil {
-		t = b.c.target(ctx, "")
-	}
+// send runs calls as one pipeline of EVALSHA. With replica sync on, one WAIT
+// at its end confirms every script in it (WAIT counts the offset of its own
+// connection's last write), and a reply is marked Unsynced when too few
+// replicas had it. Calls whose script the server does not know yet are
+// sent again, once (load is false then), after loading their scripts; a
+// call answered MOVED (its slot left this master) goes through the cluster
+// client, unsynced.
+func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
+	t := b.c.targetAt(ctx, b.addr, b.rdb)
 	if len(calls) == 1 && t.need == 0 {
+		// A lone call: EVALSHA with EVAL fallback, no pipeline.
 		c := calls[0]
-		c.done <- c.script.Run(ctx, b.rdb, c.keys, c.args...)
+		b.answer(ctx, c, c.script.Run(ctx, b.rdb, c.keys, c.args...), false)
 		return
 	}
 	pipe := b.rdb.Pipeline()
@@ -124,17 +161,74 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall) {
 		wait = b.c.queueWait(ctx, pipe, t)
 	}
 	_, _ = pipe.Exec(ctx) // errors are per command
+	short := false
 	if wait != nil {
-		if acks, err := waitAcks(wait); isUnknownCommand(err) {
+		acks, err := waitAcks(wait)
+		switch {
+		case isUnknownCommand(err):
 			b.c.topo.refuse(t.addr, t.aof, err)
-		} else if acks < int64(t.need) {
-			b.c.topo.log.Debug("lockactor: renewals not confirmed by every replica", "acks", acks, "need", t.need, "err", err)
+		case err != nil || acks < int64(t.need):
+			short = true
+			b.c.topo.forget(t.addr) // the replica count may have changed
 		}
 	}
+	var again []*batchCall
 	for i, c := range calls {
-		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			cmds[i] = c.script.Run(ctx, b.rdb, c.keys, c.args...)
+		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") && load {
+			_ = c.script.Load(ctx, b.rdb).Err()
+			again = append(again, c)
+			continue
 		}
-		c.done <- cmds[i]
+		b.answer(ctx, c, cmds[i], short)
 	}
+	if len(again) > 0 {
+		b.send(ctx, again, false)
+	}
+}
+
+// answer hands c its reply. A MOVED or ASK reply means the slot has left
+// this master (a resharding, a failover): the call goes again through the
+// cluster client, which follows the redirection (unsynced, this once), and
+// the next call on the key finds its new master.
+func (b *batcher) answer(ctx context.Context, c *batchCall, cmd *redis.Cmd, short bool) {
+	if isMoved(cmd.Err()) && b.c.topo.cluster != nil {
+		b.c.topo.forget(b.addr)
+		b.c.topo.cluster.ReloadState(ctx)
+		cmd = c.script.Run(ctx, b.c.rdb, c.keys, c.args...)
+	}
+	r := Reply{Val: cmd.Val(), Err: cmd.Err()}
+	r.Unsynced = short && !r.Failed()
+	c.done <- r
+}
+
+// batcherFor returns the batcher of key's master: the one batcher outside
+// a Cluster.
+func (c *Conn) batcherFor(ctx context.Context, key string) (*batcher, error) {
+	if c.topo.cluster == nil {
+		return c.batch, nil
+	}
+	m, err := c.topo.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	addr := m.Options().Addr
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.masters[addr]
+	if b == nil {
+		b = &batcher{c: c, addr: addr, rdb: m}
+		c.masters[addr] = b
+	}
+	return b, nil
+}
+
+// batchers returns every batcher, for Close.
+func (c *Conn) batchers() []*batcher {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := []*batcher{c.batch}
+	for _, b := range c.masters {
+		out = append(out, b)
+	}
+	return out
 }

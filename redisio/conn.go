@@ -15,14 +15,15 @@ type Conn struct {
 	rdb   redis.UniversalClient
 	topo  *Topology  // what the servers can do (sharded pub/sub, replicas)
 	sync  SyncPolicy // replica confirmation of changes
-	batch *batcher   // renewals, pipelined across actors
+	batch *batcher   // scripts pipelined across actors (outside a Cluster)
 
 	// calls counts guarded commands still running after their caller left.
 	// mu orders its Add against Close: no guarded goroutine starts once
 	// Close has begun waiting.
-	mu     sync.Mutex
-	closed bool
-	calls  sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+	calls   sync.WaitGroup
+	masters map[string]*batcher // a Cluster's batchers, by master address
 }
 
 // ErrClosed is returned by Guard once Close has begun.
@@ -32,7 +33,7 @@ var ErrClosed = errors.New("connection closed")
 // topo decides between SPUBLISH (sharded) and PUBLISH in the scripts, and
 // where replica sync sends its WAIT; sync says how many replicas confirm.
 func NewConn(rdb redis.UniversalClient, topo *Topology, sync SyncPolicy) *Conn {
-	c := &Conn{rdb: rdb, topo: topo, sync: sync}
+	c := &Conn{rdb: rdb, topo: topo, sync: sync, masters: make(map[string]*batcher)}
 	c.batch = &batcher{rdb: rdb, c: c}
 	return c
 }
@@ -58,7 +59,10 @@ func (c *Conn) Close(deadline time.Time) bool {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	batched := c.batch.close(deadline)
+	batched := true
+	for _, b := range c.batchers() {
+		batched = b.close(deadline) && batched
+	}
 	return waitUntil(&c.calls, deadline) && batched
 }
 

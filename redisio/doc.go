@@ -4,6 +4,11 @@
 // pub/sub channel of a Client over as few subscription connections as it can,
 // replacing any that breaks or stops answering.
 //
+// State-changing scripts from many actors go out together: each master has a
+// group-commit pipeline (batch.go), followed by WAIT when replicas must
+// confirm (replicas.go). What the servers can do, sharded pub/sub and replica
+// counts, is learned from them when first needed (topology.go).
+//
 // It holds no lock state and makes no decisions: the lock actors decide, this
 // package carries their commands. It must never close the caller's
 // redis.UniversalClient (the Client does not own it) and never retry a command

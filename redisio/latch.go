@@ -74,11 +74,11 @@ func (e notSent) Unwrap() error { return e.err }
 // With replica sync on, the script goes to the key's master followed by its
 // WAIT (see replicas.go), and the reply says whether enough replicas had it.
 func (c *Conn) runLatched(ctx context.Context, s *redis.Script, keys []string, args ...any) Reply {
-	if t := c.target(ctx, keys[0]); t.need > 0 {
-		return c.runSynced(ctx, t, s, keys, args...)
+	b, err := c.batcherFor(ctx, keys[0])
+	if err != nil {
+		return Reply{Err: notSent{err}}
 	}
-	v, err := s.Run(ctx, c.rdb, keys, args...).Result()
-	return Reply{Val: v, Err: err}
+	return b.run(ctx, s, keys, args...)
 }
 
 // keepMS is the latch's lifetime in whole milliseconds, at least 1.
@@ -114,7 +114,9 @@ func (c *Conn) Resolve(ctx context.Context, op Op) (ran bool, r Reply, err error
 // go out together as pipelines; a deletion that fails leaves the latch to
 // expire.
 func (c *Conn) ForgetLatch(latch string, seq uint64) {
-	c.batch.post(scripts.ForgetLatch, []string{latch}, strconv.FormatUint(seq, 10))
+	if b, err := c.batcherFor(context.Background(), latch); err == nil {
+		b.post(scripts.ForgetLatch, []string{latch}, strconv.FormatUint(seq, 10))
+	}
 }
 
 // decodeReply turns a latch's record (n, i<int>, a<int>,...) back into the

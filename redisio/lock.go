@@ -46,7 +46,11 @@ func (c *Conn) Handoff(ctx context.Context, op Op, name, owner string, lease tim
 // Renew re-applies lease while owner still holds the lock; false when it does
 // not. Renewals from every actor go out together (batcher).
 func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration) (bool, error) {
-	n, err := c.batch.run(ctx, scripts.Renew, []string{name}, ms(lease), owner).Int64()
+	b, err := c.batcherFor(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	n, err := b.run(ctx, scripts.Renew, []string{name}, ms(lease), owner).Int()
 	return n == 1, err
 }
 

@@ -3,8 +3,7 @@ package redisio
 import (
 	"context"
 	"errors"
-	"strings"
-	"time"
+		"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,25 +28,25 @@ type SyncPolicy struct {
 // ErrNotReplicated: a grant too few replicas acknowledged was undone.
 var ErrNotReplicated = errors.New("lockactor: not acknowledged by enough replicas")
 
-// syncTarget is where and how to confirm a script on key: c runs it with
-// need replicas to wait for; need == 0 means run unsynced.
+// syncTarget is how to confirm a pipeline on one master: need replicas to
+// wait for (0: run unsynced), with WAITAOF when aof.
 type syncTarget struct {
 	addr string
-	c    *redis.Client
 	need int
-	aof  bool // ask with WAITAOF
+	aof  bool
 }
 
-// target works out the sync for a script on key. Errors reading the
-// master's facts leave the script unsynced rather than failing it: the
-// script itself will meet the same trouble and report it.
-func (c *Conn) target(ctx context.Context, key string) syncTarget {
+// targetAt works out the sync for a pipeline on the master at addr, whose
+// client is rdb. Errors reading the master's facts leave the pipeline
+// unsynced rather than failing it: its scripts will meet the same trouble
+// and report it.
+func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalClient) syncTarget {
 	if c.sync.Replicas == 0 {
 		return syncTarget{}
 	}
-	addr, cl, err := c.topo.master(ctx, key)
-	if err != nil || cl == nil {
-		return syncTarget{}
+	cl, ok := rdb.(*redis.Client)
+	if !ok {
+		return syncTarget{} // a Ring, or a Cluster client: no one connection
 	}
 	f, err := c.topo.facts(ctx, addr, cl)
 	if err != nil || f.noWait {
@@ -57,45 +56,7 @@ func (c *Conn) target(ctx context.Context, key string) syncTarget {
 	if need < 0 {
 		need = f.replicas
 	}
-	return syncTarget{addr: addr, c: cl, need: need, aof: f.aof && !f.noAOF}
-}
-
-// runSynced runs s on t's master followed by its WAIT. The reply is marked
-// Unsynced when the script ran but fewer than t.need replicas confirmed it.
-func (c *Conn) runSynced(ctx context.Context, t syncTarget, s *redis.Script, keys []string, args ...any) Reply {
-	cmd, acks, waitErr := c.pipeWait(ctx, t, s, keys, args)
-	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		_ = s.Load(ctx, t.c).Err()
-		cmd, acks, waitErr = c.pipeWait(ctx, t, s, keys, args)
-	}
-	if err := cmd.Err(); isMoved(err) {
-		// The slot moved: the cluster client follows the redirection;
-		// this one call goes unsynced, the next finds the new master.
-		c.topo.forget(t.addr)
-		v, err := s.Run(ctx, c.rdb, keys, args...).Result()
-		return Reply{Val: v, Err: err}
-	}
-	rep := Reply{Val: cmd.Val(), Err: cmd.Err()}
-	if isUnknownCommand(waitErr) {
-		c.topo.refuse(t.addr, t.aof, waitErr)
-		return rep
-	}
-	if !rep.Failed() && (waitErr != nil || acks < int64(t.need)) {
-		rep.Unsynced = true
-		c.topo.forget(t.addr) // the replica count may have changed
-	}
-	return rep
-}
-
-// pipeWait sends EVALSHA and WAIT (or WAITAOF) as one pipeline on t.c and
-// returns the script's reply and the number of replicas that confirmed.
-func (c *Conn) pipeWait(ctx context.Context, t syncTarget, s *redis.Script, keys []string, args []any) (*redis.Cmd, int64, error) {
-	pipe := t.c.Pipeline()
-	cmd := s.EvalSha(ctx, pipe, keys, args...)
-	wait := c.queueWait(ctx, pipe, t)
-	_, _ = pipe.Exec(ctx) // errors are per command
-	acks, err := waitAcks(wait)
-	return cmd, acks, err
+	return syncTarget{addr: addr, need: need, aof: f.aof && !f.noAOF}
 }
 
 // queueWait adds the WAIT (or WAITAOF) for t to pipe.

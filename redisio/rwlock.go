@@ -60,7 +60,11 @@ func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, leas
 		field, holdKeys = WriteField(owner), "0"
 	}
 	keys := []string{name, RWHoldPrefix(name, owner)}
-	n, err := c.batch.run(ctx, scripts.RWRenew, keys, ms(lease), field, holdKeys).Int64()
+	b, err := c.batcherFor(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	n, err := b.run(ctx, scripts.RWRenew, keys, ms(lease), field, holdKeys).Int()
 	return n == 1, err
 }
 
