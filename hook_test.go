@@ -108,12 +108,49 @@ func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// ProcessPipelineHook applies the rules to each command of a pipeline (the
+// runtime pipelines the scripts of concurrent actors): a refused command
+// is taken out before sending, a lost one fails after the pipeline ran, and
+// the longest delay of any command delays the whole pipeline.
 func (h *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var send, lost []redis.Cmder
+		var before, after time.Duration
+		faulted := false
 		for _, cmd := range cmds {
-			h.pick(cmd) // counted only: pipelines carry renewals
+			r := h.pick(cmd)
+			switch {
+			case r == nil:
+				send = append(send, cmd)
+				continue
+			case r.refuse:
+				cmd.SetErr(errInjected)
+				faulted = true
+				continue
+			case r.lose:
+				lost = append(lost, cmd)
+			}
+			if r.after {
+				after = max(after, r.delay)
+			} else {
+				before = max(before, r.delay)
+			}
+			send = append(send, cmd)
 		}
-		return next(ctx, cmds)
+		time.Sleep(before)
+		var err error
+		if len(send) > 0 {
+			err = next(ctx, send)
+		}
+		time.Sleep(after)
+		for _, cmd := range lost {
+			cmd.SetErr(errInjected)
+			faulted = true
+		}
+		if err == nil && faulted {
+			err = errInjected
+		}
+		return err
 	}
 }
 
