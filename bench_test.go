@@ -19,26 +19,6 @@ import (
 	"github.com/lockactor/lockactor/scripts"
 )
 
-// roundTrips counts what a go-redis client sends: one per command, one per
-// pipeline.
-type roundTrips struct{ n atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
-
 // infoField reads one integer field from an INFO reply.
 func infoField(info, field string) int64 {
 	for _, line := range strings.Split(info, "\r\n") {
@@ -127,7 +107,7 @@ func BenchmarkUncontended(b *testing.B) {
 func BenchmarkContended(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
-	hook := &roundTrips{}
+	hook := &redistest.RoundTrips{}
 	counted := srv.Client(b)
 	counted.AddHook(hook)
 	c := newClient(b, counted)
@@ -155,7 +135,7 @@ func BenchmarkContended(b *testing.B) {
 			}
 		}()
 	}
-	calls0, sent0 := serverCalls(b, rdb), hook.n.Load()
+	calls0, sent0 := serverCalls(b, rdb), hook.Total()
 	b.ResetTimer()
 	t0 := time.Now()
 	close(start)
@@ -163,7 +143,7 @@ func BenchmarkContended(b *testing.B) {
 	elapsed := time.Since(t0)
 	b.StopTimer()
 	calls := serverCalls(b, rdb) - calls0 - 1 // minus the INFO of the first reading
-	sent := hook.n.Load() - sent0
+	sent := hook.Total() - sent0
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
 	b.ReportMetric(float64(sent)/float64(b.N), "roundtrips/acq")
 	b.ReportMetric(float64(calls)/float64(b.N), "server-cmds/acq")
@@ -174,7 +154,7 @@ func BenchmarkContended(b *testing.B) {
 // period (renewals share a period boundary and go out pipelined).
 func BenchmarkRenewal(b *testing.B) {
 	srv := redistest.Start(b)
-	hook := &roundTrips{}
+	hook := &redistest.RoundTrips{}
 	rdb := srv.Client(b)
 	rdb.AddHook(hook)
 	const wd, held = 1500 * time.Millisecond, 2000
@@ -189,8 +169,8 @@ func BenchmarkRenewal(b *testing.B) {
 	// -benchtime asks for, measure three periods once or twice.
 	b.ResetTimer()
 	for i := 0; i < min(b.N, 2); i++ {
-		before := hook.n.Load()
+		before := hook.Total()
 		time.Sleep(wd) // three renewal periods
-		b.ReportMetric(float64(hook.n.Load()-before)/3/(held/100), "roundtrips/100locks/period")
+		b.ReportMetric(float64(hook.Total()-before)/3/(held/100), "roundtrips/100locks/period")
 	}
 }

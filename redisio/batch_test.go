@@ -8,31 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockactor/lockactor/internal/redistest"
 )
-
-// pipeCounter counts the pipelines and single commands a client sends.
-type pipeCounter struct {
-	pipelines, singles atomic.Int64
-}
-
-func (h *pipeCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *pipeCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.singles.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *pipeCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.pipelines.Add(1)
-		return next(ctx, cmds)
-	}
-}
 
 // TestConcurrentScriptsShareRoundTrips: scripts that many actors send at
 // about the same time go out as pipelines, each caller gets its own reply,
@@ -40,7 +17,7 @@ func (h *pipeCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 func TestConcurrentScriptsShareRoundTrips(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	count := &pipeCounter{}
+	count := &redistest.RoundTrips{}
 	rdb.AddHook(count)
 	c := NewConn(rdb, NewTopology(rdb, ShardOff, quiet), SyncPolicy{})
 	defer c.Close(time.Now().Add(time.Second))
@@ -73,8 +50,8 @@ func TestConcurrentScriptsShareRoundTrips(t *testing.T) {
 	if n := wrong.Load(); n != 0 {
 		t.Fatalf("%d of %d calls were not granted their own fresh lock", n, callers*each)
 	}
-	trips := count.pipelines.Load() + count.singles.Load()
-	t.Logf("%d calls in %d round trips (%d pipelines); slowest call %v", callers*each, trips, count.pipelines.Load(), time.Duration(slowest.Load()))
+	trips := count.Total()
+	t.Logf("%d calls in %d round trips (%d pipelines); slowest call %v", callers*each, trips, count.Pipelines.Load(), time.Duration(slowest.Load()))
 	if trips >= callers*each {
 		t.Fatalf("%d round trips for %d concurrent calls: nothing was pipelined", trips, callers*each)
 	}

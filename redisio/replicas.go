@@ -3,7 +3,7 @@ package redisio
 import (
 	"context"
 	"errors"
-		"time"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
