@@ -132,3 +132,41 @@ func TestClusterSlotMovesKeepWaitersWoken(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterFrozenMasterDelaysOnlyItsNames: renewals go out per master, so
+// a frozen master holds back only the renewals of its own names. Before,
+// one renewal pipeline spanned every master and waited for the frozen one:
+// holds on healthy masters went unconfirmed past their lease, and their
+// Lost closed.
+func TestClusterFrozenMasterDelaysOnlyItsNames(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	const wd = 1200 * time.Millisecond // renewal every 400 ms
+	c := newClient(t, cl.Client(t), lockactor.WithWatchdogTimeout(wd))
+	ctx := ctxFor(t, 30*time.Second)
+	names := namesOnEveryMaster(t, cl, "frozen-")
+	holds := make([]*lockactor.Lock, len(names))
+	for i, name := range names {
+		holds[i] = c.Lock(name)
+		if err := holds[i].Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frozen := cl.NodeFor(names[0])
+	// Shorter than the cluster's 2 s node timeout, so the cluster stays ok;
+	// longer than the lease.
+	frozen.Pause(t)
+	time.Sleep(1600 * time.Millisecond)
+	frozen.Resume(t)
+	for i, name := range names[1:] {
+		select {
+		case <-holds[i+1].Lost():
+			t.Errorf("%s, on a healthy master, was lost while another master was frozen", name)
+		default:
+		}
+	}
+	select {
+	case <-holds[0].Lost():
+	default:
+		t.Errorf("%s, on the frozen master, did not see Lost after its lease ran out unconfirmed", names[0])
+	}
+}
