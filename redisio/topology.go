@@ -119,22 +119,6 @@ func knows(ctx context.Context, n *redis.Client, name string) (bool, error) {
 	return len(v) == 1 && v[0] != nil, nil
 }
 
-// master is where a script on key runs together with its WAIT: the key's
-// master on a Cluster, the client itself for a single server or Sentinel
-// group. ok is false for clients where that connection cannot be had
-// (Ring), which then run unsynced.
-func (t *Topology) master(ctx context.Context, key string) (addr string, c *redis.Client, err error) {
-	if t.cluster != nil {
-		c, err = t.cluster.MasterForKey(ctx, key)
-		if err != nil {
-			return "", nil, err
-		}
-		return c.Options().Addr, c, nil
-	}
-	c, _ = t.rdb.(*redis.Client)
-	return "", c, nil
-}
-
 // facts returns the master's replication facts, reading them again when
 // they are older than factsFresh.
 func (t *Topology) facts(ctx context.Context, addr string, c *redis.Client) (nodeFacts, error) {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 )
@@ -81,18 +80,6 @@ func needTools(tb testing.TB, what string, names ...string) (paths []string, ok 
 		return nil, false
 	}
 	return paths, true
-}
-
-// stopAll stops servers concurrently (Server.Stop) and returns once all
-// have exited.
-func stopAll(servers ...*Server) {
-	var wg sync.WaitGroup
-	for _, s := range servers {
-		if s != nil {
-			wg.Go(s.Stop)
-		}
-	}
-	wg.Wait()
 }
 
 // haltAll kills servers (SIGKILL, no grace: for fixtures that keep nothing

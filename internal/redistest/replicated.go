@@ -220,7 +220,7 @@ func promote(s *Server) error {
 	rc := queryClient(s.Addr())
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterQueryTimeout)
-	err := rc.SlaveOf(ctx, "NO", "ONE").Err()
+	err := rc.ReplicaOf(ctx, "NO", "ONE").Err()
 	cancel()
 	if err != nil {
 		return fmt.Errorf("REPLICAOF NO ONE: %w", err)

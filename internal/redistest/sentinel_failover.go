@@ -234,7 +234,7 @@ func replicaOf(d, master *Server) error {
 	defer rc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterQueryTimeout)
 	defer cancel()
-	if err := rc.SlaveOf(ctx, "127.0.0.1", strconv.Itoa(master.Port())).Err(); err != nil {
+	if err := rc.ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(master.Port())).Err(); err != nil {
 		return fmt.Errorf("%s: REPLICAOF %s: %w", d.Addr(), master.Addr(), err)
 	}
 	return nil
