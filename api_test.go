@@ -10,7 +10,7 @@ import (
 	"github.com/lockactor/lockactor"
 )
 
-// The binding contract of shared/API.md, signature by signature: this file
+// The public API the package promises, signature by signature: this file
 // stops compiling if a listed name is renamed, dropped or changes shape.
 var (
 	_ func(redis.UniversalClient, ...lockactor.Option) (*lockactor.Client, error) = lockactor.New

@@ -14,7 +14,7 @@ import (
 )
 
 // The Java peer's side of the fair lock, read-write lock and semaphore,
-// written from shared/PROTOCOL.md (see javaPeer in peer_test.go).
+// written from Redisson's key layout (see javaPeer in peer_test.go).
 
 const peerFairLock = `
 local now = tonumber(ARGV[4])

@@ -14,8 +14,8 @@ import (
 	"github.com/lockactor/lockactor/internal/redistest"
 )
 
-// javaPeer stands in for a Java Redisson client: it speaks the RLock layout of
-// shared/PROTOCOL.md through raw EVAL and SUBSCRIBE, with no lockactor code.
+// javaPeer stands in for a Java Redisson client: it speaks Redisson's RLock
+// layout through raw EVAL and SUBSCRIBE, with no lockactor code.
 // Its scripts are written from the protocol, not shared with package scripts,
 // so a drift in ours shows up here.
 type javaPeer struct {

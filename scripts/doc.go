@@ -5,7 +5,7 @@
 // key a script touches arrives in KEYS so that it runs on one Cluster node. The
 // key layout and the messages published follow Redisson's, so Java Redisson
 // clients on the same Redis exclude and wake lockactor clients and the other way
-// round (shared/PROTOCOL.md). The state-changing scripts also run wrapped by
+// round (redisio/keys.go names every key and channel). The state-changing scripts also run wrapped by
 // latch.lua (package variable Latched), which records each request's reply so
 // that a copy sent twice is applied once. This package must never hold logic
 // beyond the scripts themselves: callers decide what the replies mean.
