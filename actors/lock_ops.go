@@ -60,10 +60,7 @@ func (a *lockActor) attempted(m *messages.Acquire, queued, byMsg bool, sent time
 		// or the reply came back so late that the hold may be gone
 		// already: give it back and try again rather than hand out a
 		// lease that cannot be trusted.
-		k := holdKey{m.Owner, m.Mode}
-		a.granted(k, sent, m.Lease, res.token)
-		a.owe(k, nil)
-		a.verdict = verdict{}
+		a.takeBack(m, sent, res.token)
 		switch {
 		case m.TryOnly && r.Unsynced:
 			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
@@ -132,6 +129,16 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	if m.Lease == 0 {
 		a.arm(&a.base, renewAfter(sent, a.watchdog))
 	}
+}
+
+// takeBack records a grant for m that Redis made but m's caller must not
+// get (unconfirmed by replicas, or too late to trust), and owes its release
+// at once; the lock may be free again, so the last verdict no longer holds.
+func (a *lockActor) takeBack(m *messages.Acquire, sent time.Time, token uint64) {
+	k := holdKey{m.Owner, m.Mode}
+	a.granted(k, sent, m.Lease, token)
+	a.owe(k, nil)
+	a.verdict = verdict{}
 }
 
 // owe gives up one hold of k and queues its release (see holdBook.owe).
@@ -219,10 +226,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		if r.Unsynced {
 			// The new holder's grant is not on enough replicas: undo it;
 			// head stays queued and tries again.
-			k := holdKey{head.Owner, head.Mode}
-			a.granted(k, sent, head.Lease, 0)
-			a.owe(k, nil)
-			a.verdict = verdict{}
+			a.takeBack(head, sent, 0)
 			return
 		}
 		a.waiters.remove(head.Req)

@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -174,7 +173,7 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	}
 	var again []*batchCall
 	for i, c := range calls {
-		if err := cmds[i].Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") && load {
+		if load && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
 			_ = c.script.Load(ctx, b.rdb).Err()
 			again = append(again, c)
 			continue

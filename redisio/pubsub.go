@@ -168,8 +168,10 @@ func (p *PubSub) join(ctx context.Context, channel string) error {
 }
 
 // open starts a go-redis PubSub for every wanted channel of s. go-redis
-// connects on first use and replays the subscriptions itself; a failure
-// shows up in the loop, which replaces the connection.
+// connects on first use; a failure shows up in the loop, which replaces
+// the connection. A sharded shard is opened by join for its first channel
+// only (replace does not reopen it: its channels are placed one by one), so
+// no SSUBSCRIBE ever spans slots.
 func (p *PubSub) open(ctx context.Context, s *shard) *redis.PubSub {
 	var chans []string
 	for ch, at := range p.shardOf {
@@ -177,19 +179,10 @@ func (p *PubSub) open(ctx context.Context, s *shard) *redis.PubSub {
 			chans = append(chans, ch)
 		}
 	}
-	if !p.topo.known() {
-		return p.rdb.Subscribe(ctx, chans...)
+	if p.topo.known() {
+		return p.rdb.SSubscribe(ctx, chans...)
 	}
-	if len(chans) == 0 {
-		return p.rdb.SSubscribe(ctx)
-	}
-	// One SSUBSCRIBE per channel: channels of one master may lie in
-	// different slots, and Redis refuses a multi-slot SSUBSCRIBE.
-	ps := p.rdb.SSubscribe(ctx, chans[0])
-	for _, ch := range chans[1:] {
-		_ = ps.SSubscribe(ctx, ch)
-	}
-	return ps
+	return p.rdb.Subscribe(ctx, chans...)
 }
 
 // command subscribes (on) or unsubscribes channel on s's connection. A failed

@@ -2,7 +2,6 @@ package redisio
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -197,17 +196,9 @@ func infoField(info, field string) string {
 }
 
 // isUnknownCommand reports a server's refusal of a command it does not have.
-func isUnknownCommand(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "ERR unknown command")
-}
+func isUnknownCommand(err error) bool { return redis.HasErrorPrefix(err, "unknown command") }
 
 // isMoved reports a Cluster redirection (the slot lives elsewhere now).
 func isMoved(err error) bool {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	msg := re.Error()
-	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+	return redis.HasErrorPrefix(err, "MOVED ") || redis.HasErrorPrefix(err, "ASK ")
 }

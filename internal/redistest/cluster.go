@@ -166,9 +166,12 @@ func StopShared() {
 }
 
 // Addrs returns the nodes' "127.0.0.1:port" addresses, in Nodes order.
-func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.nodes))
-	for i, s := range c.nodes {
+func (c *Cluster) Addrs() []string { return addrsOf(c.nodes) }
+
+// addrsOf lists the servers' "127.0.0.1:port" addresses, in order.
+func addrsOf(servers []*Server) []string {
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
 		addrs[i] = s.Addr()
 	}
 	return addrs

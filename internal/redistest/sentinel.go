@@ -111,13 +111,7 @@ sentinel parallel-syncs %[1]s 1
 func (s *Sentinel) MasterName() string { return sentinelMasterName }
 
 // Addrs returns the sentinels' "127.0.0.1:port" addresses.
-func (s *Sentinel) Addrs() []string {
-	addrs := make([]string, len(s.sentinels))
-	for i, n := range s.sentinels {
-		addrs[i] = n.Addr()
-	}
-	return addrs
-}
+func (s *Sentinel) Addrs() []string { return addrsOf(s.sentinels) }
 
 // Sentinels returns the sentinel processes, e.g. to Kill or Pause one. The
 // slice is a copy.
