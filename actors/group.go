@@ -231,7 +231,13 @@ var errNoAnswer = errors.New("no answer within the node timeout")
 
 // hold answers m with a grant, or gives everything back if m gave up.
 func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start time.Time, lease, validity time.Duration) {
+	if a.g.Redlock {
+		// Before the answer: the caller may ask Validity as soon as
+		// TryLock returns.
+		a.g.ValidUntil.Store(int64(start.Add(validity).Sub(Epoch)))
+	}
 	if !m.Req.Answer(messages.Result{Granted: true, Parts: parts}) {
+		a.g.ValidUntil.Store(0)
 		a.giveBack(parts)
 		return
 	}
@@ -246,7 +252,6 @@ func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start ti
 	if !a.g.Redlock {
 		return
 	}
-	a.g.ValidUntil.Store(int64(start.Add(validity).Sub(Epoch)))
 	a.lease = 0
 	if m.Lease == 0 {
 		a.lease = lease
