@@ -83,6 +83,10 @@ func (b *base) after(d time.Duration, msg any) *time.Timer {
 	return time.AfterFunc(max(d, time.Millisecond), func() { root.Send(pid, msg) })
 }
 
+// post delivers msg to this actor, from any goroutine: how redisio's
+// replies come back.
+func (b *base) post(msg any) { b.rt.system.Root.Send(b.self, msg) }
+
 // wakeAt arms the work timer to post a Tick at t (zero: disarm). An earlier
 // or equal arming is kept.
 func (b *base) wakeAt(t time.Time) {

@@ -31,7 +31,10 @@ type fairActor struct {
 	direct  []*messages.Acquire    // TryLock and owners that already hold
 	owed    owedQueue
 	cancels []*fairCancel
-	phase   phase
+	// cancelling counts cancels in flight: their replies come back as
+	// cancelled messages.
+	cancelling int
+	phase      phase
 }
 
 // fairWaiter is one owner queued in Redis, with the local calls that wait on
@@ -45,6 +48,7 @@ type fairWaiter struct {
 	subID   uint64
 	due     time.Time     // next attempt; zero: now
 	backoff time.Duration // grows while the script keeps answering "now"
+	news    uint64        // Wakes so far: an estimate sent before the last one is stale
 }
 
 // fairCancel is a fair_cancel owed to Redis for an owner no longer waited for.
@@ -63,12 +67,13 @@ const (
 )
 
 func newFairActor(rt *Runtime, key Key, e *entry) *fairActor {
-	return &fairActor{
+	a := &fairActor{
 		base:     base{rt: rt, key: key, entry: e},
 		holdBook: newHoldBook(rt.cfg.Watchdog),
-		ledger:   newLedger(rt, key.Name),
 		waiting:  make(map[string]*fairWaiter),
 	}
+	a.ledger = newLedger(&a.base, key.Name)
+	return a
 }
 
 // Receive applies one message to the state, then reconciles.
@@ -90,14 +95,25 @@ func (a *fairActor) Receive(ctx actor.Context) {
 		if w := a.waiting[m.Owner]; w != nil {
 			w.sig.take()
 			w.due = time.Time{} // news on its own channel: its turn may have come
+			w.news++
 		}
 	case *messages.Tick:
 		a.tickArrived()
 	case *messages.Continue:
+	case *replied:
+		a.ledger.onReply(m)
+	case *resolved:
+		a.ledger.onResolved(m)
+	case *cancelled:
+		a.cancelled(m)
 	case *messages.RenewTick:
 		a.renewAll(&a.base, a.renewOne)
+	case *renewed:
+		a.renewed(&a.base, m)
 	case *messages.Extend:
-		a.extend(m, a.renewOne)
+		a.extend(&a.base, m, a.renewOne)
+	case *extended:
+		a.extended(m)
 	case *messages.Lose:
 		a.lose(m)
 	default:
@@ -223,14 +239,15 @@ func (a *fairActor) settle() {
 		next.add(c.due)
 	}
 	for _, w := range a.waiting {
+		if !a.ledger.settled() {
+			break // (subscribing once nothing is in flight: see lockActor.settle)
+		}
 		if w.subID == 0 {
 			w.subID = a.subscribe(redisio.FairChannel(a.key.Name, w.owner), &w.sig, w.wake)
 		}
-		if a.ledger.settled() {
-			next.add(w.due)
-			if w.due.IsZero() {
-				next.add(time.Now())
-			}
+		next.add(w.due)
+		if w.due.IsZero() {
+			next.add(time.Now())
 		}
 	}
 	a.wakeAt(next.at)
@@ -245,7 +262,7 @@ func (a *fairActor) currentPhase() phase {
 		return waiting
 	case len(a.holds) > 0:
 		return held
-	case a.owed.len() > 0 || len(a.cancels) > 0 || !a.ledger.settled():
+	case a.owed.len() > 0 || len(a.cancels) > 0 || a.cancelling > 0 || !a.ledger.settled():
 		return settling
 	}
 	return idle

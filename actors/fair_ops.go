@@ -14,7 +14,7 @@ import (
 func (a *fairActor) try(m *messages.Acquire, w *fairWaiter) {
 	r := &fairAttempt{a: a, m: m, w: w, sent: time.Now(), lease: a.leaseOf(m.Lease), qw: a.rt.cfg.FairWait}
 	if w != nil {
-		r.qw = w.w
+		r.qw, r.news = w.w, w.news
 	}
 	a.ledger.send(r)
 }
@@ -27,6 +27,7 @@ type fairAttempt struct {
 	sent  time.Time
 	lease time.Duration
 	qw    time.Duration // how long Redis keeps the owner queued without a retry
+	news  uint64        // w's Wakes when it was sent
 }
 
 func (r *fairAttempt) keep() time.Duration { return latchKeep(r.lease) }
@@ -35,7 +36,7 @@ func (r *fairAttempt) run(op redisio.Op) redisio.Reply {
 	return r.a.rt.io.FairLock(r.a.rt.ctx, op, r.a.key.Name, r.m.Owner, r.lease, r.qw, r.sent, r.m.TryOnly)
 }
 
-func (r *fairAttempt) apply(rep redisio.Reply) { r.a.attempted(r.m, r.w, r.sent, rep) }
+func (r *fairAttempt) apply(rep redisio.Reply) { r.a.attempted(r, rep) }
 func (r *fairAttempt) fail(err error)          { r.a.attemptFailed(r.m, r.w, err) }
 
 // notRun: a queued owner retries at its time; a direct request goes again
@@ -47,7 +48,8 @@ func (r *fairAttempt) notRun() {
 }
 
 // attempted applies fair_lock.lua's reply.
-func (a *fairActor) attempted(m *messages.Acquire, w *fairWaiter, sent time.Time, r redisio.Reply) {
+func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
+	m, w, sent := at.m, at.w, at.sent
 	ok, wait, err := r.Acquire()
 	switch {
 	case err != nil:
@@ -85,8 +87,11 @@ func (a *fairActor) attempted(m *messages.Acquire, w *fairWaiter, sent time.Time
 		m.Req.Answer(messages.Result{TTL: wait})
 	case w == nil:
 		a.queue(m) // an owner whose hold is gone waits like everyone else
-	case a.waiting[w.owner] == w:
+	case a.waiting[w.owner] == w && w.news == at.news:
 		w.retryIn(wait)
+	case a.waiting[w.owner] == w:
+		// A Wake came while the attempt was in flight: the estimate may
+		// predate the release it announced, so the owner tries again now.
 	default:
 		// w was forgotten while its reply was unsettled; its cancel is owed.
 	}
@@ -187,17 +192,39 @@ func (a *fairActor) runCancel(now time.Time) bool {
 			continue
 		}
 		a.cancels = append(a.cancels[:i], a.cancels[i+1:]...)
-		if _, err := a.rt.io.FairCancel(a.rt.ctx, a.key.Name, c.owner, c.w, time.Now()); err != nil {
-			a.rt.cfg.Logger.Debug("lockactor: fair cancel failed; retrying", "lock", a.key.Name, "err", err)
-			c.backoff = min(max(2*c.backoff, owedMin), owedMax)
-			c.due = time.Now().Add(c.backoff)
-			a.cancels = append(a.cancels, c)
-		}
+		a.cancelling++
+		b := &a.base
+		a.rt.io.FairCancelThen(a.rt.ctx, a.key.Name, c.owner, c.w, time.Now(), func(_ bool, err error) {
+			b.post(&cancelled{c: c, err: err})
+		})
 		return true
 	}
 	return false
 }
 
-func (a *fairActor) renewOne(k holdKey, lease time.Duration) (bool, error) {
-	return a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease)
+// cancelled is a fair_cancel's reply, posted back to the actor.
+type cancelled struct {
+	c   *fairCancel
+	err error
+}
+
+// cancelled applies a fair_cancel's reply: a failure is retried with
+// backoff.
+func (a *fairActor) cancelled(m *cancelled) {
+	a.cancelling--
+	if m.err == nil {
+		return
+	}
+	c := m.c
+	a.rt.cfg.Logger.Debug("lockactor: fair cancel failed; retrying", "lock", a.key.Name, "err", m.err)
+	if _, requeued := a.waiting[c.owner]; requeued {
+		return // the owner waits again: its new place must stay
+	}
+	c.backoff = min(max(2*c.backoff, owedMin), owedMax)
+	c.due = time.Now().Add(c.backoff)
+	a.cancels = append(a.cancels, c)
+}
+
+func (a *fairActor) renewOne(k holdKey, lease time.Duration, then func(bool, error)) {
+	a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease, then)
 }

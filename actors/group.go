@@ -3,7 +3,6 @@ package actors
 import (
 	"errors"
 	"math/rand/v2"
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -46,23 +45,32 @@ const (
 
 // groupActor is the coordinator of one MultiLock or RedLock handle. It sends
 // each round to the member locks' own actors in parallel (they may live in
-// other Clients' runtimes), waits for their answers for at most NodeTimeout
-// (or until Close), and decides; members that did not answer in time are
-// abandoned, and their actors give a late grant back by themselves.
+// other Clients' runtimes) and takes their answers as messages, for at most
+// NodeTimeout, then decides; members that did not answer in time are
+// abandoned, and their actors give a late grant back by themselves. It never
+// waits inside Receive: one round is out at a time (group_round.go), and
+// what arrives meanwhile waits in later.
 //
-// Its states: idle, trying (an acquisition between rounds), held, retiring.
-// Its invariant: an acquisition between rounds always has its retry timer
-// armed (round is the only code that answers or re-arms it); a hold ends by
-// Unlock, by a lost majority (RedLock renewal), or at heldUntil when it was
-// taken with a fixed lease — and the coordinator retires only when nothing
-// is pending and no hold is left that has not ended.
+// Its states: idle, acquiring (a round out, or an acquisition between
+// rounds), held, retiring. Its invariant: an acquisition is either in a
+// round or has its retry timer armed (round and acquired are the only code
+// that answers or re-arms it); a hold ends by Unlock, by a lost majority
+// (RedLock renewal), or at heldUntil when it was taken with a fixed lease —
+// and the coordinator retires only when no round is out, nothing is pending
+// and no hold is left that has not ended.
 type groupActor struct {
 	base
 	g Group
 
-	pending  *messages.Acquire // an acquisition between rounds
+	pending  *messages.Acquire // an acquisition in a round or between rounds
 	deadline time.Time         // its wait bound; zero: none
 	retry    *time.Timer
+
+	cur      *round // the round out, if any
+	rounds   uint64 // numbers rounds, so late answers are recognised
+	later    []any  // caller messages that arrived while a round was out
+	renewDue bool   // a renewal tick came while a round was out
+	retryDue bool   // a retry tick came while a round was out
 
 	held      []bool        // members granted in the current hold
 	heldUntil time.Time     // a fixed-lease hold's end; zero: until Unlock
@@ -82,16 +90,36 @@ func (a *groupActor) Receive(ctx actor.Context) {
 	if a.lifecycle(ctx, a) {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	a.handle(ctx.Message())
+}
+
+// handle applies one message; a caller's message or a tick that arrives
+// while a round is out waits for the round to end.
+func (a *groupActor) handle(msg any) {
+	switch m := msg.(type) {
+	case *memberAnswered:
+		a.answered(m)
+	case *roundTimeout:
+		a.timedOut(m)
 	case *messages.Acquire:
 		a.acquire(m)
+	case *messages.Release:
+		if a.cur != nil {
+			a.later = append(a.later, m)
+			return
+		}
+		a.release(m)
 	case *messages.RetryTick:
-		if a.pending != nil {
+		if a.cur != nil {
+			a.retryDue = true
+		} else if a.pending != nil {
 			a.round(a.pending)
 		}
-	case *messages.Release:
-		a.release(m)
 	case *messages.RenewTick:
+		if a.cur != nil {
+			a.renewDue = true
+			return
+		}
 		a.renewRound()
 	}
 }
@@ -100,13 +128,14 @@ func (a *groupActor) acquire(m *messages.Acquire) {
 	if !m.Req.Pending() {
 		return
 	}
-	if a.pending != nil && !a.pending.Req.Pending() {
-		a.pending = nil // its caller gave up between rounds
-	}
-	if a.pending != nil {
+	if a.pending != nil && a.pending.Req.Pending() {
 		// One acquisition at a time per handle; a second caller sharing the
 		// handle waits for the first to finish.
 		m.Req.Answer(messages.Result{Err: errors.New("another acquisition of this group is in progress")})
+		return
+	}
+	if a.cur != nil {
+		a.later = append(a.later, m) // a round for an earlier caller, or a release
 		return
 	}
 	a.deadline = time.Time{}
@@ -116,20 +145,55 @@ func (a *groupActor) acquire(m *messages.Acquire) {
 	a.round(m)
 }
 
-// round makes one attempt on every member and answers m, or schedules the
-// next round.
+// round starts one attempt on every member for m; acquired decides it.
 func (a *groupActor) round(m *messages.Acquire) {
-	a.pending = nil
+	a.pending = m
 	if !m.Req.Pending() {
+		a.pending = nil
 		return
 	}
 	lease := m.Lease
 	if a.g.Redlock && lease == 0 {
 		lease = a.g.Lease
 	}
-	start := time.Now()
-	parts, granted, errs := a.ask(m, lease)
-	elapsed := time.Since(start)
+	r := a.begin(acquiring)
+	r.m, r.lease = m, lease
+	n := len(a.g.Members)
+	r.reqs, r.parts = make([]*messages.Request, n), make([]messages.Result, n)
+	for i, mem := range a.g.Members {
+		reply := a.hook(r, i)
+		r.reqs[i] = messages.NewRequestThen(func(res messages.Result) { reply(memberAnswered{acquired: res}) })
+		msg := &messages.Acquire{Owner: mem.Owner, Mode: mem.Mode, Lease: lease, TryOnly: true, Req: r.reqs[i]}
+		a.ask(r, i, msg, func(err error) { r.reqs[i].Answer(messages.Result{Err: err}) })
+	}
+}
+
+// acquired decides an acquiring round: members still out are abandoned
+// (an answer that beat the abandon is counted), and the caller gets the
+// hold, a refusal, an error, or another round later.
+func (a *groupActor) acquired(r *round, timedOut bool) {
+	m, lease := r.m, r.lease
+	granted := 0
+	var errs []error
+	for i := range r.reqs {
+		switch {
+		case r.answered[i]:
+		case r.reqs[i].Abandon():
+			if timedOut { // otherwise the round was decided without it
+				r.parts[i].Err = errNoAnswer
+			}
+		default: // answered as we stopped looking
+			r.parts[i] = <-r.reqs[i].Reply()
+		}
+		if r.parts[i].Granted {
+			granted++
+		}
+		if r.parts[i].Err != nil {
+			r.parts[i].Err = memberError(a.g.Members[i], r.parts[i].Err)
+			errs = append(errs, r.parts[i].Err)
+		}
+	}
+	elapsed := time.Since(r.start)
 	ok := granted >= a.g.Quorum
 	var validity time.Duration
 	if a.g.Redlock {
@@ -137,95 +201,47 @@ func (a *groupActor) round(m *messages.Acquire) {
 		ok = ok && validity > 0
 	}
 	if ok {
-		a.hold(m, parts, start, lease, validity)
+		a.pending = nil
+		a.hold(m, r.parts, r.start, lease, validity)
 		return
 	}
-	a.giveBack(parts)
 	// Errors decide the answer only when they alone ruled the quorum out;
 	// refusals by other holders mean "not acquired", and another round.
 	impossible := len(a.g.Members)-len(errs) < a.g.Quorum
-	more := !m.TryOnly && (a.deadline.IsZero() || time.Now().Before(a.deadline))
-	switch {
-	case impossible:
-		m.Req.Answer(messages.Result{Err: errors.Join(errs...)})
-	case !more:
-		m.Req.Answer(messages.Result{})
-	default:
-		a.pending = m
-		delay := groupRetryMin + rand.N(groupRetryMax-groupRetryMin)
-		if !a.deadline.IsZero() {
-			delay = min(delay, time.Until(a.deadline))
+	a.giveBack(r.parts, func() {
+		more := !m.TryOnly && (a.deadline.IsZero() || time.Now().Before(a.deadline))
+		switch {
+		case !m.Req.Pending():
+			a.pending = nil
+		case impossible:
+			a.pending = nil
+			m.Req.Answer(messages.Result{Err: errors.Join(errs...)})
+		case !more:
+			a.pending = nil
+			m.Req.Answer(messages.Result{})
+		default:
+			a.armRetry()
 		}
-		if a.retry == nil {
-			a.retry = a.after(delay, &messages.RetryTick{})
-		} else {
-			a.retry.Reset(max(delay, time.Millisecond))
-		}
+	})
+}
+
+// armRetry schedules the pending acquisition's next round: after a random
+// pause, so that competing groups do not retry in lockstep, and no later
+// than its wait bound.
+func (a *groupActor) armRetry() {
+	delay := groupRetryMin + rand.N(groupRetryMax-groupRetryMin)
+	if !a.deadline.IsZero() {
+		delay = min(delay, time.Until(a.deadline))
+	}
+	if a.retry == nil {
+		a.retry = a.after(delay, &messages.RetryTick{})
+	} else {
+		a.retry.Reset(max(delay, time.Millisecond))
 	}
 }
 
 // drift is the Redlock clock-drift allowance: 1% of the lease plus 2 ms.
 func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
-
-// ask sends one acquire to every member in parallel (each member's actor runs
-// its own script) and collects the answers that arrive within NodeTimeout.
-// It stops early only when the quorum can no longer be reached. Members that
-// did not answer are abandoned: their actors give a late grant back.
-func (a *groupActor) ask(m *messages.Acquire, lease time.Duration) (parts []messages.Result, granted int, errs []error) {
-	n := len(a.g.Members)
-	reqs := make([]*messages.Request, n)
-	parts = make([]messages.Result, n)
-	answered := make([]bool, n)
-	cases := make([]reflect.SelectCase, n+2)
-	waiting := 0
-	for i, mem := range a.g.Members {
-		reqs[i] = messages.NewRequest()
-		msg := &messages.Acquire{Owner: mem.Owner, Mode: mem.Mode, Lease: lease, TryOnly: true, Req: reqs[i]}
-		if err := mem.RT.Send(mem.Key, msg); err != nil {
-			parts[i].Err, answered[i] = err, true
-			continue
-		}
-		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(reqs[i].Reply())}
-		waiting++
-	}
-	timer := time.NewTimer(a.g.NodeTimeout)
-	defer timer.Stop()
-	cases[n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)}
-	cases[n+1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.rt.done)} // Close
-	count := func(i int) {
-		if parts[i].Granted {
-			granted++
-		}
-	}
-	timedOut := false
-	for ; waiting > 0 && granted+waiting >= a.g.Quorum; waiting-- {
-		i, v, _ := reflect.Select(cases)
-		if i >= n {
-			timedOut = true
-			break
-		}
-		parts[i], answered[i] = v.Interface().(messages.Result), true
-		cases[i].Chan = reflect.Value{} // a zero channel is never chosen again
-		count(i)
-	}
-	for i := range reqs {
-		switch {
-		case answered[i]:
-		case reqs[i].Abandon():
-			if timedOut { // otherwise the round was decided without it
-				parts[i].Err = errNoAnswer
-			}
-		default: // answered as we stopped looking
-			parts[i] = <-reqs[i].Reply()
-			count(i)
-		}
-		if parts[i].Err != nil {
-			parts[i].Err = memberError(a.g.Members[i], parts[i].Err)
-			errs = append(errs, parts[i].Err)
-		}
-	}
-	return parts, granted, errs
-}
 
 var errNoAnswer = errors.New("no answer within the node timeout")
 
@@ -238,7 +254,7 @@ func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start ti
 	}
 	if !m.Req.Answer(messages.Result{Granted: true, Parts: parts}) {
 		a.g.ValidUntil.Store(0)
-		a.giveBack(parts)
+		a.giveBack(parts, func() {})
 		return
 	}
 	a.held = make([]bool, len(parts))
@@ -259,25 +275,28 @@ func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start ti
 	}
 }
 
-// giveBack releases every member granted in parts and waits (at most a node
-// timeout) for the releases, so that a refused caller does not return while
-// its partial hold still turns others away.
-func (a *groupActor) giveBack(parts []messages.Result) {
-	deadline := time.Now().Add(a.g.NodeTimeout)
-	var replies []chan messages.ReleaseResult
+// giveBack releases every member granted in parts, then runs then: once
+// every release is confirmed or a node timeout has passed, so that a
+// refused caller does not hear its answer while its partial hold still
+// turns others away.
+func (a *groupActor) giveBack(parts []messages.Result, then func()) {
+	r := a.begin(givingBack)
+	r.then, r.results = then, make([]messages.ReleaseResult, len(parts))
 	for i, p := range parts {
-		if !p.Granted {
-			continue
-		}
-		mem := a.g.Members[i]
-		reply := make(chan messages.ReleaseResult, 1)
-		if mem.RT.Send(mem.Key, &messages.Release{Owner: mem.Owner, Mode: mem.Mode, Reply: reply}) == nil {
-			replies = append(replies, reply)
+		if p.Granted {
+			a.askRelease(r, i)
 		}
 	}
-	for _, reply := range replies {
-		receiveBy(reply, deadline, a.rt.done)
+	if r.waiting == 0 {
+		a.decide(r, false)
 	}
+}
+
+// askRelease sends member i a Release whose answer comes back to round r.
+func (a *groupActor) askRelease(r *round, i int) {
+	mem, reply := a.g.Members[i], a.hook(r, i)
+	msg := &messages.Release{Owner: mem.Owner, Mode: mem.Mode, Then: func(res messages.ReleaseResult) { reply(memberAnswered{released: res}) }}
+	a.ask(r, i, msg, func(err error) { msg.Answer(messages.ReleaseResult{Err: err}) })
 }
 
 func memberError(mem Member, err error) error {

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"errors"
-	"reflect"
 	"time"
 
 	"github.com/lockactor/lockactor/messages"
@@ -20,25 +19,35 @@ func (a *groupActor) armRenew() {
 }
 
 // renewRound re-applies the lease on every member of the current hold in
-// parallel. A majority renewed moves the validity forward; otherwise the
-// hold can no longer be guaranteed and every member's Lost closes.
+// parallel; renewed decides.
 func (a *groupActor) renewRound() {
 	if a.lease == 0 || a.held == nil {
 		return
 	}
-	start := time.Now()
-	replies := make([]chan messages.ExtendResult, len(a.g.Members))
+	r := a.begin(renewing)
+	r.ok = make([]bool, len(a.g.Members))
 	for i, mem := range a.g.Members {
 		if !a.held[i] {
 			continue
 		}
-		replies[i] = make(chan messages.ExtendResult, 1)
-		if err := mem.RT.Send(mem.Key, &messages.Extend{Owner: mem.Owner, Mode: mem.Mode, Lease: a.lease, Reply: replies[i]}); err != nil {
-			replies[i] <- messages.ExtendResult{Err: err}
-		}
+		reply := a.hook(r, i)
+		msg := &messages.Extend{Owner: mem.Owner, Mode: mem.Mode, Lease: a.lease, Then: func(res messages.ExtendResult) { reply(memberAnswered{extended: res}) }}
+		a.ask(r, i, msg, func(err error) { msg.Answer(messages.ExtendResult{Err: err}) })
+	}
+	if r.waiting == 0 {
+		a.decide(r, false)
+	}
+}
+
+// renewed decides a renewal round. A majority renewed moves the validity
+// forward; otherwise the hold can no longer be guaranteed and every
+// member's Lost closes. A member missing or late counts as not renewed.
+func (a *groupActor) renewed(r *round) {
+	if a.lease == 0 || a.held == nil {
+		return // released while the round was out
 	}
 	renewed := 0
-	for i, ok := range collect(replies, a.g.NodeTimeout, a.rt.done) {
+	for i, ok := range r.ok {
 		if ok {
 			renewed++
 		} else {
@@ -46,8 +55,8 @@ func (a *groupActor) renewRound() {
 		}
 	}
 	if renewed >= a.g.Quorum {
-		validity := a.lease - time.Since(start) - drift(a.lease)
-		a.g.ValidUntil.Store(int64(start.Add(validity).Sub(Epoch)))
+		validity := a.lease - time.Since(r.start) - drift(a.lease)
+		a.g.ValidUntil.Store(int64(r.start.Add(validity).Sub(Epoch)))
 		a.armRenew()
 		return
 	}
@@ -59,60 +68,31 @@ func (a *groupActor) renewRound() {
 	a.lease, a.held = 0, nil
 }
 
-// collect waits up to d (or until done closes) for the replies that are not
-// nil and reports which renewed; a missing or late answer counts as not
-// renewed.
-func collect(replies []chan messages.ExtendResult, d time.Duration, done <-chan struct{}) []bool {
-	ok := make([]bool, len(replies))
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	cases := make([]reflect.SelectCase, len(replies)+2)
-	waiting := 0
-	for i, ch := range replies {
-		if ch != nil {
-			cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
-			waiting++
-		}
-	}
-	cases[len(replies)] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)}
-	cases[len(replies)+1] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(done)}
-	for ; waiting > 0; waiting-- {
-		i, v, _ := reflect.Select(cases)
-		if i >= len(replies) {
-			break
-		}
-		res := v.Interface().(messages.ExtendResult)
-		ok[i] = res.OK && res.Err == nil
-		cases[i].Chan = reflect.Value{}
-	}
-	return ok
-}
-
 // release gives back every member, whether or not it was granted in the
-// current hold (a node that never answered may have applied the grant late),
-// and reports the members that failed. A RedLock succeeds when a majority
-// released; a MultiLock when every member did.
+// current hold (a node that never answered may have applied the grant
+// late); released decides.
 func (a *groupActor) release(m *messages.Release) {
 	if a.renew != nil {
 		a.renew.Stop()
 	}
 	a.lease, a.held = 0, nil
 	a.g.ValidUntil.Store(0)
-	n := len(a.g.Members)
-	replies := make([]chan messages.ReleaseResult, n)
-	for i, mem := range a.g.Members {
-		replies[i] = make(chan messages.ReleaseResult, 1)
-		if err := mem.RT.Send(mem.Key, &messages.Release{Owner: mem.Owner, Mode: mem.Mode, Reply: replies[i]}); err != nil {
-			replies[i] <- messages.ReleaseResult{Err: err}
-		}
+	r := a.begin(releasing)
+	r.rel, r.results = m, make([]messages.ReleaseResult, len(a.g.Members))
+	for i := range a.g.Members {
+		a.askRelease(r, i)
 	}
+}
+
+// released answers an Unlock and reports the members that failed. A
+// RedLock succeeds when a majority released; a MultiLock when every member
+// did.
+func (a *groupActor) released(r *round) {
 	released := 0
 	var errs []error
-	deadline := time.Now().Add(a.g.NodeTimeout)
-	for i, ch := range replies {
-		res, ok := receiveBy(ch, deadline, a.rt.done)
+	for i, res := range r.results {
 		switch {
-		case !ok:
+		case !r.answered[i]:
 			errs = append(errs, memberError(a.g.Members[i], errNoAnswer))
 		case res.Err != nil:
 			errs = append(errs, memberError(a.g.Members[i], res.Err))
@@ -125,39 +105,24 @@ func (a *groupActor) release(m *messages.Release) {
 		res.NotHeld = len(errs) == 0
 		res.Err = errors.Join(errs...)
 	}
-	m.Answer(res)
-}
-
-// receiveBy waits for ch until deadline, or until done closes.
-func receiveBy(ch chan messages.ReleaseResult, deadline time.Time, done <-chan struct{}) (messages.ReleaseResult, bool) {
-	select {
-	case res := <-ch:
-		return res, true
-	default:
-	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case res := <-ch:
-		return res, true
-	case <-t.C:
-		return messages.ReleaseResult{}, false
-	case <-done:
-		return messages.ReleaseResult{}, false
-	}
+	r.rel.Answer(res)
 }
 
 // quiet: nothing pending, and no hold left that has not ended (a
 // fixed-lease hold ends with its lease; Unlock after that finds every
 // member not held, through a fresh coordinator).
 func (a *groupActor) quiet() bool {
-	return a.pending == nil && (a.held == nil || (!a.heldUntil.IsZero() && time.Now().After(a.heldUntil)))
+	return a.cur == nil && len(a.later) == 0 && a.pending == nil &&
+		(a.held == nil || (!a.heldUntil.IsZero() && time.Now().After(a.heldUntil)))
 }
 func (a *groupActor) tidy() {}
 
 func (a *groupActor) shutdown() {
 	if a.retry != nil {
 		a.retry.Stop()
+	}
+	if a.cur != nil {
+		a.cur.timer.Stop()
 	}
 	if a.renew != nil {
 		a.renew.Stop()

@@ -20,6 +20,7 @@ type hold struct {
 	lease     time.Duration // 0: renewed by the watchdog
 	confirmed time.Time     // when the last command that set the lease was sent
 	token     uint64        // fencing token of a fenced lock's hold
+	renewing  bool          // a renewal is in flight
 	lost      chan struct{} // closed when the hold is found gone
 	loseOnce  sync.Once
 	// deadline closes lost when a watchdog hold's lease would run out with no
@@ -68,8 +69,10 @@ func (h *hold) stopDeadline() {
 }
 
 // holdBook is an actor's record of its local owners' holds and the watchdog
-// that renews them. Renewal runs on the actor's goroutine (a RenewTick), so it
-// never overlaps a release: the mailbox orders them.
+// that renews them. The actor sends renewals on a RenewTick and applies
+// their replies as renewed messages; redisio sends a name's scripts in the
+// order they were queued, so a renewal sent before a release runs before
+// it, and one whose hold was released meanwhile finds its reply ignored.
 type holdBook struct {
 	holds    map[holdKey]*hold
 	timer    *time.Timer
@@ -197,15 +200,14 @@ func (hb *holdBook) arm(b *base, after time.Duration) {
 	hb.timer.Reset(max(after, time.Millisecond))
 }
 
-// renewAll is the watchdog: it re-applies the lease of every watchdog hold
-// with renew. A renewal that finds the field gone, or no successful renewal
-// before the lease would have run out, loses the hold; Redis errors are
-// retried sooner while lease remains. It reports whether a hold was lost.
+// renewAll is the watchdog: it sends a renewal of every watchdog hold that
+// has none in flight (renewed applies their replies), and arms the next
+// period. It reports whether a hold was found lost: its deadline passed
+// while no renewal came back.
 func (hb *holdBook) renewAll(b *base, renew renewFunc) (lostAny bool) {
 	hb.armed = false
-	next := hb.watchdog / 3
 	for k, h := range hb.holds {
-		if h.lease > 0 {
+		if h.lease > 0 || h.renewing {
 			continue
 		}
 		if h.isLost() { // the deadline passed while we could not renew
@@ -213,48 +215,96 @@ func (hb *holdBook) renewAll(b *base, renew renewFunc) (lostAny bool) {
 			lostAny = true
 			continue
 		}
+		h.renewing = true
 		sent := time.Now()
-		ok, err := renew(k, hb.watchdog)
-		switch {
-		case err == nil && ok && !h.isLost():
-			h.confirm(sent, hb.watchdog)
-		case err == nil || time.Since(h.confirmed) >= hb.watchdog:
-			b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", k.owner, "err", err)
-			hb.drop(k, h, true)
-			lostAny = true
-		default:
-			b.rt.cfg.Logger.Debug("lockactor: renewal failed, retrying", "lock", b.key.Name, "err", err)
-			next = min(next, hb.watchdog/10, hb.watchdog-time.Since(h.confirmed))
-		}
+		renew(k, hb.watchdog, func(ok bool, err error) {
+			b.post(&renewed{k: k, h: h, sent: sent, ok: ok, err: err})
+		})
 	}
 	if hb.renewing() {
-		hb.arm(b, next)
+		hb.arm(b, hb.watchdog/3)
 	}
 	return lostAny
 }
 
-// renewFunc re-applies lease to k's hold in Redis; false when it is gone.
-type renewFunc func(k holdKey, lease time.Duration) (bool, error)
+// renewed is a watchdog renewal's reply, posted back to the actor.
+type renewed struct {
+	k    holdKey
+	h    *hold
+	sent time.Time
+	ok   bool
+	err  error
+}
+
+// renewed applies a renewal's reply. A renewal that finds the field gone,
+// or no successful renewal before the lease would have run out, loses the
+// hold; Redis errors are retried sooner while lease remains. It reports
+// whether the hold was lost.
+func (hb *holdBook) renewed(b *base, m *renewed) (lost bool) {
+	h := m.h
+	h.renewing = false
+	if hb.holds[m.k] != h || h.lease > 0 {
+		return false // released, lost or given a fixed lease meanwhile
+	}
+	switch {
+	case m.err == nil && m.ok && !h.isLost():
+		h.confirm(m.sent, hb.watchdog)
+	case m.err == nil || time.Since(h.confirmed) >= hb.watchdog:
+		b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", m.k.owner, "err", m.err)
+		hb.drop(m.k, h, true)
+		return true
+	default:
+		b.rt.cfg.Logger.Debug("lockactor: renewal failed, retrying", "lock", b.key.Name, "err", m.err)
+		hb.soon(b, min(hb.watchdog/10, hb.watchdog-time.Since(h.confirmed)))
+	}
+	return false
+}
+
+// soon brings the watchdog's next tick forward to d from now.
+func (hb *holdBook) soon(b *base, d time.Duration) {
+	if hb.timer != nil {
+		hb.timer.Stop()
+	}
+	hb.armed = false
+	hb.arm(b, d)
+}
+
+// renewFunc sends a renewal of k's hold with lease to Redis; then receives
+// false when the hold is gone. then runs on another goroutine, or at once
+// when the renewal could not be sent.
+type renewFunc func(k holdKey, lease time.Duration, then func(bool, error))
 
 // extend serves a RedLock coordinator's renewal of one node: it re-applies
-// m.Lease and keeps the record in step. It reports whether the hold was
-// found gone (and is now lost).
-func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) (lost bool) {
-	k := holdKey{m.Owner, m.Mode}
+// m.Lease, and the reply comes back as an extended message.
+func (hb *holdBook) extend(b *base, m *messages.Extend, renew renewFunc) {
 	sent := time.Now()
-	ok, err := renew(k, m.Lease)
-	if h := hb.holds[k]; h != nil && err == nil {
-		if ok {
-			h.lease = m.Lease
-			h.confirm(sent, hb.watchdog)
+	renew(holdKey{m.Owner, m.Mode}, m.Lease, func(ok bool, err error) {
+		b.post(&extended{m: m, sent: sent, ok: ok, err: err})
+	})
+}
+
+// extended is the reply to a coordinator's renewal, posted back to the actor.
+type extended struct {
+	m    *messages.Extend
+	sent time.Time
+	ok   bool
+	err  error
+}
+
+// extended keeps the record in step with a coordinator's renewal and
+// answers it. It reports whether the hold was found gone (and is now lost).
+func (hb *holdBook) extended(m *extended) (lost bool) {
+	k := holdKey{m.m.Owner, m.m.Mode}
+	if h := hb.holds[k]; h != nil && m.err == nil {
+		if m.ok {
+			h.lease = m.m.Lease
+			h.confirm(m.sent, hb.watchdog)
 		} else {
 			hb.drop(k, h, true)
 			lost = true
 		}
 	}
-	if m.Reply != nil {
-		m.Reply <- messages.ExtendResult{OK: ok, Err: err}
-	}
+	m.m.Answer(messages.ExtendResult{OK: m.ok, Err: m.err})
 	return lost
 }
 

@@ -29,17 +29,25 @@ type request interface {
 	notRun()
 }
 
-// ledger numbers an actor's requests and holds the one whose reply was lost
-// until Redis says whether it ran. While one is unsettled the actor sends no
-// other state-changing script for its name: a latch remembers one request,
-// and the next would overwrite it.
+// ledger numbers an actor's requests, keeps the one in flight until its
+// reply comes back as a message (replied), and holds the one whose reply was
+// lost until Redis says whether it ran (resolved). While a request is in
+// flight or unsettled the actor sends no other state-changing script for its
+// name: a latch remembers one request, and the next would overwrite it; and
+// one at a time is what keeps a release from overtaking an acquire.
+//
+// The actor never waits for Redis: it hands the request to redisio, which
+// sends it with its master's next pipeline, and goes on with its mailbox.
 type ledger struct {
-	rt    *Runtime
+	b     *base
 	latch string // redisio.LatchKey of the name and Client
 
 	last     uint64        // the sequence number of the last request sent
 	lastKeep time.Duration // how long its latch lives
+	inflight request       // sent; its reply has not come back yet
+	inflOp   redisio.Op
 	pending  *unsettled
+	asking   bool // a settlement of pending is in flight
 
 	// forgotten: the latch of the last request was deleted (or never
 	// written), so retiring has nothing to clean up.
@@ -63,48 +71,97 @@ const (
 	resolveMax = time.Second
 )
 
-func newLedger(rt *Runtime, name string) ledger {
-	return ledger{rt: rt, latch: redisio.LatchKey(name, rt.cfg.ClientID), forgotten: true}
+// replied carries a request's reply back to its actor.
+type replied struct {
+	seq   uint64
+	reply redisio.Reply
 }
 
-// send runs r now. A reply lost in transit leaves r unsettled: the caller's
-// next steps wait for settle.
+// resolved carries the answer to a settlement back to its actor.
+type resolved struct {
+	seq   uint64
+	ran   bool
+	reply redisio.Reply
+	err   error
+}
+
+func newLedger(b *base, name string) ledger {
+	return ledger{b: b, latch: redisio.LatchKey(name, b.rt.cfg.ClientID), forgotten: true}
+}
+
+// send hands r to redisio and returns; its reply comes back as a replied
+// message (or at once, when r failed before it could be queued).
 func (l *ledger) send(r request) {
-	op := redisio.Op{Latch: l.latch, Seq: l.rt.seq.Add(1), Keep: r.keep()}
+	op := redisio.Op{Latch: l.latch, Seq: l.b.rt.seq.Add(1), Keep: r.keep()}
 	l.last, l.lastKeep, l.forgotten = op.Seq, op.Keep, false
-	reply := r.run(op)
-	if reply.Failed() && redisio.Unknown(reply.Err) {
-		l.pending = &unsettled{req: r, op: op, err: reply.Err, due: time.Now()}
-		return
+	l.inflight, l.inflOp = r, op
+	b := l.b
+	op.Then = func(rep redisio.Reply) { b.post(&replied{seq: op.Seq, reply: rep}) }
+	if rep := r.run(op); rep.Err != redisio.ErrPending {
+		l.onReply(&replied{seq: op.Seq, reply: rep})
 	}
-	r.apply(reply)
+}
+
+// onReply applies the reply of the request in flight. A reply lost in
+// transit leaves the request unsettled: the actor's next steps wait for
+// its settlement. It reports false for a reply it was not waiting for.
+func (l *ledger) onReply(m *replied) bool {
+	r, op := l.inflight, l.inflOp
+	if r == nil || op.Seq != m.seq {
+		return false
+	}
+	l.inflight = nil
+	if m.reply.Failed() && redisio.Unknown(m.reply.Err) {
+		l.pending = &unsettled{req: r, op: op, err: m.reply.Err, due: time.Now()}
+		return true
+	}
+	r.apply(m.reply)
+	return true
 }
 
 // turn is the ledger's part of a reconcile step: nothing else may run while
-// a reply is unsettled. taken reports that the step is the ledger's (a
-// settlement ran, or one is pending but not yet due); ran, that something
-// was sent.
+// a request is in flight or its reply unsettled. taken reports that the
+// step is the ledger's (a settlement was sent, or one is in flight or not
+// yet due); ran, that something was sent.
 func (l *ledger) turn(now time.Time) (taken, ran bool) {
-	if l.pending == nil {
+	switch {
+	case l.inflight != nil || l.asking:
+		return true, false
+	case l.pending == nil:
 		return false, false
-	}
-	if now.Before(l.pending.due) {
+	case now.Before(l.pending.due):
 		return true, false
 	}
 	l.settle()
 	return true, true
 }
 
-// settled reports whether no request awaits settlement.
-func (l *ledger) settled() bool { return l.pending == nil }
+// busy reports whether a request or a settlement is in flight.
+func (l *ledger) busy() bool { return l.inflight != nil || l.asking }
 
-// settle asks Redis whether the unsettled request ran, and applies the
-// answer. If Redis does not answer, the request's callers are told of the
-// original error (once) and the question is asked again later.
+// settled reports whether no request is in flight or awaits settlement.
+func (l *ledger) settled() bool { return l.pending == nil && l.inflight == nil }
+
+// settle asks Redis whether the unsettled request ran; the answer comes
+// back as a resolved message.
 func (l *ledger) settle() {
+	l.asking = true
+	seq, b := l.pending.op.Seq, l.b
+	b.rt.io.ResolveThen(b.rt.ctx, l.pending.op, func(ran bool, r redisio.Reply, err error) {
+		b.post(&resolved{seq: seq, ran: ran, reply: r, err: err})
+	})
+}
+
+// onResolved applies a settlement's answer. If Redis did not answer, the
+// request's callers are told of the original error (once) and the question
+// is asked again later.
+func (l *ledger) onResolved(m *resolved) {
 	p := l.pending
-	ran, reply, err := l.rt.io.Resolve(l.rt.ctx, p.op)
-	if err != nil {
+	if !l.asking || p == nil || p.op.Seq != m.seq {
+		return
+	}
+	l.asking = false
+	if m.err != nil {
 		if !p.told {
 			p.told = true
 			p.req.fail(p.err)
@@ -114,16 +171,17 @@ func (l *ledger) settle() {
 		return
 	}
 	l.pending = nil
-	if ran {
-		p.req.apply(reply)
+	if m.ran {
+		p.req.apply(m.reply)
 		return
 	}
 	p.req.notRun()
 }
 
-// due is when the ledger needs the actor again; zero when it does not.
+// due is when the ledger needs the actor again; zero when it does not (an
+// answer in flight comes as a message).
 func (l *ledger) due() time.Time {
-	if l.pending == nil {
+	if l.pending == nil || l.asking {
 		return time.Time{}
 	}
 	return l.pending.due
@@ -133,11 +191,11 @@ func (l *ledger) due() time.Time {
 // request is settled, so nobody will ask about it again. A short-lived
 // record (finalKeep) is left to expire.
 func (l *ledger) forget() {
-	if l.forgotten || l.pending != nil || l.lastKeep <= finalKeep {
+	if l.forgotten || !l.settled() || l.lastKeep <= finalKeep {
 		return
 	}
 	l.forgotten = true
-	l.rt.io.ForgetLatch(l.latch, l.last)
+	l.b.rt.io.ForgetLatch(l.latch, l.last)
 }
 
 // latchKeep is how long a lock request's latch lives: past the lease its

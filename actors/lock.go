@@ -45,8 +45,14 @@ type lockActor struct {
 	handoffs int
 	// echoes counts release messages we published and have yet to hear: a
 	// message while a local owner holds is our own echo, or news (a force
-	// unlock) when no echo is due.
-	echoes int
+	// unlock) when no echo is due. early counts messages heard while a
+	// request was in flight: one of them may be the echo of the release
+	// whose reply has not come back yet.
+	echoes, early int
+	// news counts the events that made the verdict stale; an attempt's
+	// refusal installs its verdict only if none came while it was in
+	// flight (the refusal may predate the release the event announced).
+	news uint64
 }
 
 // phase names an actor's state.
@@ -66,12 +72,13 @@ const (
 const handoffRun = 64
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
-	return &lockActor{
+	a := &lockActor{
 		base:     base{rt: rt, key: key, entry: e},
 		holdBook: newHoldBook(rt.cfg.Watchdog),
-		ledger:   newLedger(rt, key.Name),
 		scheme:   s,
 	}
+	a.ledger = newLedger(&a.base, key.Name)
+	return a
 }
 
 // Receive applies one message to the state, then reconciles.
@@ -92,21 +99,38 @@ func (a *lockActor) Receive(ctx actor.Context) {
 	case *messages.Tick:
 		a.tickArrived()
 	case *messages.Continue:
+	case *replied:
+		a.ledger.onReply(m)
+		a.early = 0
+	case *resolved:
+		a.ledger.onResolved(m)
 	case *messages.RenewTick:
 		if a.renewAll(&a.base, a.renewOne) {
-			a.verdict = verdict{} // a lost hold may have freed the lock
+			a.forgetVerdict() // a lost hold may have freed the lock
+		}
+	case *renewed:
+		if a.renewed(&a.base, m) {
+			a.forgetVerdict()
 		}
 	case *messages.Extend:
-		if a.extend(m, a.renewOne) {
-			a.verdict = verdict{}
+		a.extend(&a.base, m, a.renewOne)
+	case *extended:
+		if a.extended(m) {
+			a.forgetVerdict()
 		}
 	case *messages.Lose:
 		a.lose(m)
-		a.verdict = verdict{}
+		a.forgetVerdict()
 	default:
 		return
 	}
 	a.reconcile()
+}
+
+// forgetVerdict drops the verdict: something may have freed the lock.
+func (a *lockActor) forgetVerdict() {
+	a.verdict = verdict{}
+	a.news++
 }
 
 // onAcquire queues a caller; TryLock and owners that already hold (their
@@ -139,11 +163,13 @@ func (a *lockActor) onWake(n news) {
 	a.echoes = max(0, a.echoes-int(n.msgs))
 	if n.resync {
 		a.echoes = 0
+	} else if a.ledger.busy() {
+		a.early += int(n.msgs)
 	}
 	if a.scheme.exclusive() && a.held() && (ours || n.msgs == 0) {
 		return // our own release's echo, or a resubscription while we hold
 	}
-	a.verdict = verdict{}
+	a.forgetVerdict()
 	// The attempt this pass makes for the queue answers a release message:
 	// if it wins, we requeue (see attempted). Only a waiter queued now can
 	// have raced for it.
@@ -208,25 +234,27 @@ func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 }
 
 // settle arms the work timer for the earliest of: the settlement retry, an
-// owed release, and — while waiters are queued — the verdict's end; and
-// subscribes while anyone waits. A queued waiter with no verdict to wait on
+// owed release, and — while waiters are queued and nothing is in flight —
+// the verdict's end; and subscribes while anyone waits. A queued waiter with no verdict to wait on
 // (cannot happen after a complete pass) gets an immediate retry: the
 // invariant is enforced here, not assumed.
 func (a *lockActor) settle() {
 	var next soonest
 	next.add(a.ledger.due())
 	next.add(a.owed.due())
-	if !a.waiters.empty() {
+	// Waiters subscribe once nothing is in flight: a first attempt that is
+	// granted needs no subscription, and one that was refused is followed
+	// by the subscription's confirmation, which triggers a fresh attempt
+	// for a release published in between.
+	if !a.waiters.empty() && a.ledger.settled() {
 		if a.subID == 0 {
 			a.subID = a.subscribe(a.scheme.channel(a.key.Name), &a.sig, lockWake)
 		}
-		if a.ledger.settled() {
-			if a.verdict.until.IsZero() {
-				a.rt.cfg.Logger.Debug("lockactor: waiter without a retry; retrying now", "lock", a.key.Name)
-				next.add(time.Now())
-			}
-			next.add(a.verdict.until)
+		if a.verdict.until.IsZero() {
+			a.rt.cfg.Logger.Debug("lockactor: waiter without a retry; retrying now", "lock", a.key.Name)
+			next.add(time.Now())
 		}
+		next.add(a.verdict.until)
 	}
 	a.wakeAt(next.at)
 	a.phase = a.currentPhase()

@@ -13,7 +13,7 @@ import (
 // try sends m's acquire script; queued says m waits in the queue (else it is
 // a direct attempt).
 func (a *lockActor) try(m *messages.Acquire, queued bool) {
-	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, sent: time.Now(), lease: a.leaseOf(m.Lease)}
+	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, sent: time.Now(), lease: a.leaseOf(m.Lease), news: a.news}
 	if queued {
 		a.wokenByMsg = false
 	}
@@ -28,6 +28,7 @@ type lockAttempt struct {
 	byMsg  bool // it answers a release message
 	sent   time.Time
 	lease  time.Duration
+	news   uint64 // the actor's news count when it was sent
 }
 
 func (r *lockAttempt) keep() time.Duration { return latchKeep(r.lease) }
@@ -37,7 +38,7 @@ func (r *lockAttempt) run(op redisio.Op) redisio.Reply {
 }
 
 func (r *lockAttempt) apply(rep redisio.Reply) {
-	r.a.attempted(r.m, r.queued, r.byMsg, r.sent, rep)
+	r.a.attempted(r, rep)
 }
 
 func (r *lockAttempt) fail(err error) { r.a.attemptFailed(r.m, r.queued, err) }
@@ -50,7 +51,8 @@ func (r *lockAttempt) notRun() {
 }
 
 // attempted applies an acquire script's reply.
-func (a *lockActor) attempted(m *messages.Acquire, queued, byMsg bool, sent time.Time, r redisio.Reply) {
+func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
+	m, queued, sent := at.m, at.queued, at.sent
 	res, err := a.scheme.read(m, r)
 	switch {
 	case err != nil:
@@ -74,7 +76,7 @@ func (a *lockActor) attempted(m *messages.Acquire, queued, byMsg bool, sent time
 			a.waiters.remove(m.Req)
 		}
 		a.grant(m, sent, res.token)
-		if byMsg && a.scheme.exclusive() {
+		if at.byMsg && a.scheme.exclusive() {
 			// We won the race a release message started: go to the back of
 			// the channel's subscribers so other processes go first next time.
 			_ = a.rt.ps.Requeue(a.rt.ctx, a.scheme.channel(a.key.Name))
@@ -85,7 +87,9 @@ func (a *lockActor) attempted(m *messages.Acquire, queued, byMsg bool, sent time
 			a.waiters.remove(m.Req)
 		}
 	default:
-		a.refused(m, res.ttl)
+		if at.news == a.news {
+			a.refused(m, res.ttl)
+		}
 		if m.TryOnly {
 			m.Req.Answer(messages.Result{TTL: res.ttl})
 		} else if !queued {
@@ -138,7 +142,7 @@ func (a *lockActor) takeBack(m *messages.Acquire, sent time.Time, token uint64) 
 	k := holdKey{m.Owner, m.Mode}
 	a.granted(k, sent, m.Lease, token)
 	a.owe(k, nil)
-	a.verdict = verdict{}
+	a.forgetVerdict()
 }
 
 // owe gives up one hold of k and queues its release (see holdBook.owe).
@@ -220,7 +224,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 	})
 	switch res {
 	case redisio.NotHeld:
-		a.verdict = verdict{}
+		a.forgetVerdict()
 	case redisio.HandedOver:
 		a.handoffs++
 		if r.Unsynced {
@@ -233,7 +237,11 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.grant(head, sent, 0)
 	case redisio.Released, redisio.Left:
 		if res == redisio.Released && a.subID != 0 {
-			a.echoes++
+			if a.early > 0 {
+				a.early-- // its echo came before the reply
+			} else {
+				a.echoes++
+			}
 		}
 		if a.handoffs >= handoffRun {
 			// The end of a run of hand-offs: our own release message wakes
@@ -242,12 +250,12 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 			return
 		}
 		a.handoffs = 0
-		a.verdict = verdict{}
+		a.forgetVerdict()
 	}
 }
 
 func (a *lockActor) retryOwed(o *owed) { a.holdBook.retryOwed(&a.owed, o) }
 
-func (a *lockActor) renewOne(k holdKey, lease time.Duration) (bool, error) {
-	return a.scheme.renew(a, k, lease)
+func (a *lockActor) renewOne(k holdKey, lease time.Duration, then func(bool, error)) {
+	a.scheme.renew(a, k, lease, then)
 }

@@ -32,6 +32,9 @@ type semaphoreActor struct {
 	adjusts []*messages.Adjust  // AddPermits, TrySetPermits
 	verdict semVerdict
 	phase   phase
+	// news counts Wakes: a refusal sent before the last one may predate
+	// the permits it announced, and sets no verdict.
+	news uint64
 
 	sig   signal
 	subID uint64
@@ -51,7 +54,9 @@ func (v semVerdict) refuses(m *messages.Acquire, now time.Time) bool {
 const semaphoreKeep = time.Minute
 
 func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
-	return &semaphoreActor{base: base{rt: rt, key: key, entry: e}, ledger: newLedger(rt, key.Name)}
+	a := &semaphoreActor{base: base{rt: rt, key: key, entry: e}}
+	a.ledger = newLedger(&a.base, key.Name)
+	return a
 }
 
 // Receive applies one message to the state, then reconciles.
@@ -81,6 +86,10 @@ func (a *semaphoreActor) Receive(ctx actor.Context) {
 	case *messages.Tick:
 		a.tickArrived()
 	case *messages.Continue:
+	case *replied:
+		a.ledger.onReply(m)
+	case *resolved:
+		a.ledger.onResolved(m)
 	default:
 		return
 	}
@@ -90,6 +99,7 @@ func (a *semaphoreActor) Receive(ctx actor.Context) {
 // onWake applies pub/sub news. A message carries the count available now:
 // requests for more than that stay refused.
 func (a *semaphoreActor) onWake(n news) {
+	a.news++
 	count, err := strconv.Atoi(n.payload)
 	if n.resync || err != nil {
 		a.verdict = semVerdict{}
@@ -138,15 +148,14 @@ func (a *semaphoreActor) settle() {
 	var next soonest
 	next.add(a.ledger.due())
 	next.add(a.owed.due())
-	if !a.waiters.empty() {
+	if !a.waiters.empty() && a.ledger.settled() {
+		// (Subscribing only once nothing is in flight: see lockActor.settle.)
 		if a.subID == 0 {
 			a.subID = a.subscribe(redisio.SemaphoreChannel(a.key.Name), &a.sig, lockWake)
 		}
-		if a.ledger.settled() {
-			next.add(a.verdict.until)
-			if a.verdict.until.IsZero() {
-				next.add(time.Now())
-			}
+		next.add(a.verdict.until)
+		if a.verdict.until.IsZero() {
+			next.add(time.Now())
 		}
 	}
 	a.wakeAt(next.at)

@@ -11,7 +11,7 @@ import (
 
 // try sends the acquire script for m (queued: the head of the queue).
 func (a *semaphoreActor) try(m *messages.Acquire, queued bool) {
-	a.ledger.send(&semAttempt{a: a, m: m, queued: queued})
+	a.ledger.send(&semAttempt{a: a, m: m, queued: queued, news: a.news})
 }
 
 // semAttempt is one semaphore_acquire.lua.
@@ -19,6 +19,7 @@ type semAttempt struct {
 	a      *semaphoreActor
 	m      *messages.Acquire
 	queued bool
+	news   uint64 // the actor's Wakes when it was sent
 }
 
 func (r *semAttempt) keep() time.Duration { return semaphoreKeep }
@@ -27,7 +28,7 @@ func (r *semAttempt) run(op redisio.Op) redisio.Reply {
 	return r.a.rt.io.SemaphoreAcquire(r.a.rt.ctx, op, r.a.key.Name, r.m.Permits)
 }
 
-func (r *semAttempt) apply(rep redisio.Reply) { r.a.attempted(r.m, r.queued, rep) }
+func (r *semAttempt) apply(rep redisio.Reply) { r.a.attempted(r, rep) }
 func (r *semAttempt) fail(err error)          { r.a.attemptFailed(r.m, r.queued, err) }
 
 func (r *semAttempt) notRun() {
@@ -36,7 +37,8 @@ func (r *semAttempt) notRun() {
 	}
 }
 
-func (a *semaphoreActor) attempted(m *messages.Acquire, queued bool, r redisio.Reply) {
+func (a *semaphoreActor) attempted(at *semAttempt, r redisio.Reply) {
+	m, queued := at.m, at.queued
 	n, err := r.Int()
 	switch {
 	case err != nil:
@@ -58,7 +60,7 @@ func (a *semaphoreActor) attempted(m *messages.Acquire, queued bool, r redisio.R
 		}
 	case m.TryOnly:
 		m.Req.Answer(messages.Result{})
-	default:
+	case at.news == a.news:
 		a.verdict = semVerdict{until: time.Now().Add(a.rt.cfg.SemaphoreRecheck), permits: m.Permits}
 	}
 }

@@ -36,6 +36,9 @@ type Release struct {
 	Mode    Mode
 	Permits int                // semaphore permits given back
 	Reply   chan ReleaseResult // buffered (1); nil when nobody waits for the answer
+	// Then, when set, also receives the answer, on the answering actor's
+	// goroutine (see NewRequestThen); it must not block.
+	Then func(ReleaseResult)
 
 	answered atomic.Bool
 }
@@ -50,12 +53,15 @@ type ReleaseResult struct {
 // Answer delivers res once; later answers are dropped, and answering never
 // blocks.
 func (m *Release) Answer(res ReleaseResult) {
-	if m.Reply == nil || !m.answered.CompareAndSwap(false, true) {
+	if (m.Reply == nil && m.Then == nil) || !m.answered.CompareAndSwap(false, true) {
 		return
 	}
 	select {
 	case m.Reply <- res:
 	default:
+	}
+	if m.Then != nil {
+		m.Then(res)
 	}
 }
 
@@ -101,7 +107,22 @@ type Extend struct {
 	Owner string
 	Mode  Mode
 	Lease time.Duration
-	Reply chan ExtendResult
+	Reply chan ExtendResult // buffered (1); nil when Then takes the answer
+	// Then, when set, receives the answer instead, on the answering
+	// actor's goroutine; it must not block.
+	Then func(ExtendResult)
+}
+
+// Answer delivers res to Then, or to Reply without blocking.
+func (m *Extend) Answer(res ExtendResult) {
+	if m.Then != nil {
+		m.Then(res)
+		return
+	}
+	select {
+	case m.Reply <- res:
+	default:
+	}
 }
 
 // ExtendResult answers an Extend.

@@ -30,10 +30,19 @@ const (
 type Request struct {
 	state atomic.Int32
 	reply chan Result
+	then  func(Result)
 }
 
 // NewRequest returns a pending request.
 func NewRequest() *Request { return &Request{reply: make(chan Result, 1)} }
+
+// NewRequestThen returns a pending request whose answer is also handed to
+// then, on the answering actor's goroutine: how an actor that asks other
+// actors (a group coordinator) gets their answers as messages. then must
+// not block.
+func NewRequestThen(then func(Result)) *Request {
+	return &Request{reply: make(chan Result, 1), then: then}
+}
 
 // Reply is where the answer arrives (buffered: answering never blocks).
 func (r *Request) Reply() <-chan Result { return r.reply }
@@ -45,6 +54,9 @@ func (r *Request) Answer(res Result) bool {
 		return false
 	}
 	r.reply <- res
+	if r.then != nil {
+		r.then(res)
+	}
 	return true
 }
 

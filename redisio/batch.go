@@ -12,11 +12,20 @@ import (
 // time as pipelines: group commit. The first call is sent at once; calls
 // that arrive while a pipeline is in flight go together in the next one, so
 // N concurrent calls cost a few round trips instead of N, and a lone call
-// waits for nothing. Every latched script, renewal and latch deletion goes
-// through one: a single server or Sentinel group has one, a Cluster one per
-// master (pipelines go to that master's own client, so a slow master
-// delays only its names, and a WAIT can follow the scripts on their
-// connection).
+// waits for nothing. Every latched script, renewal, settlement and latch
+// deletion goes through one: a single server or Sentinel group has one, a
+// Cluster one per master (pipelines go to that master's own client, so a
+// slow master delays only its names, and a WAIT can follow the scripts on
+// their connection).
+//
+// Calls come in two shapes. An actor submits its call with a function that
+// takes the reply (submit) and goes on with its mailbox; a flusher
+// goroutine, started when calls wait and none runs, sends pipeline after
+// pipeline until nothing is pending, and each reply goes back through its
+// function (which posts it to the actor as a message). A caller that waits
+// for its reply (run) sends the pipeline itself when no flush is in
+// progress. Calls leave in the order they were queued, so two calls on one
+// master run in that order.
 type batcher struct {
 	c    *Conn
 	addr string                // the master's address on a Cluster; "" otherwise
@@ -25,17 +34,19 @@ type batcher struct {
 	mu       sync.Mutex
 	pending  []*batchCall
 	flushing bool
-	closed   bool           // post drops calls
-	posted   sync.WaitGroup // flushers started by post
+	closed   bool           // submit and post refuse calls
+	posted   sync.WaitGroup // flushers started for submitted and posted calls
 }
 
 // batchCall is one script call waiting for its pipeline.
 type batchCall struct {
+	ctx    context.Context // what the pipeline that carries it is sent with
 	script *redis.Script
 	keys   []string
 	args   []any
-	done   chan Reply
-	lead   chan struct{} // closed when this caller is to send the next pipeline; nil for a post
+	done   chan Reply    // a waiting caller's reply
+	then   func(Reply)   // a submitted call's reply; nil otherwise
+	lead   chan struct{} // closed when this caller is to send the next pipeline; nil unless it waits
 }
 
 // maxBatch bounds one pipeline.
@@ -47,7 +58,7 @@ const maxBatch = 1000
 // them, so no caller sends more than one pipeline and a busy name's actor
 // is not kept serving everyone else's.
 func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) Reply {
-	call := &batchCall{script: script, keys: keys, args: args, done: make(chan Reply, 1), lead: make(chan struct{})}
+	call := &batchCall{ctx: ctx, script: script, keys: keys, args: args, done: make(chan Reply, 1), lead: make(chan struct{})}
 	b.mu.Lock()
 	b.pending = append(b.pending, call)
 	lead := !b.flushing
@@ -60,34 +71,47 @@ func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, 
 		case <-call.lead:
 		}
 	}
-	b.sendNext(ctx)
+	b.sendNext(false)
 	return <-call.done
 }
 
+// submit queues a call and returns at once; then receives the reply, on the
+// flusher's goroutine, so it must not block (it posts a message). It
+// reports false, and then is not called, once close has begun.
+func (b *batcher) submit(ctx context.Context, then func(Reply), script *redis.Script, keys []string, args ...any) bool {
+	return b.queue(&batchCall{ctx: ctx, script: script, keys: keys, args: args, then: then, done: make(chan Reply, 1)})
+}
+
 // post queues a call whose reply nobody waits for: it goes out with the
-// next pipeline, sent by a flusher started here if none runs. After close,
-// posted calls are dropped.
+// next pipeline. After close, posted calls are dropped.
 func (b *batcher) post(script *redis.Script, keys []string, args ...any) {
-	call := &batchCall{script: script, keys: keys, args: args, done: make(chan Reply, 1)}
+	b.queue(&batchCall{ctx: context.Background(), script: script, keys: keys, args: args, done: make(chan Reply, 1)})
+}
+
+// queue adds a call nobody waits on, starting a flusher if none runs.
+func (b *batcher) queue(call *batchCall) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return
+		return false
 	}
 	b.pending = append(b.pending, call)
 	if !b.flushing {
 		b.flushing = true
-		b.startPoster()
+		b.startFlusher()
 	}
+	return true
 }
 
-// startPoster starts a goroutine to send the next pipeline, for posted
-// calls that have no caller to send it. The caller holds b.mu.
-func (b *batcher) startPoster() {
+// startFlusher starts a goroutine that sends pipelines while the call at
+// the head of the queue has no caller waiting to send it. The caller holds
+// b.mu, so no flusher starts once close waits for them.
+func (b *batcher) startFlusher() {
 	b.posted.Add(1)
 	go func() {
 		defer b.posted.Done()
-		b.sendNext(context.Background())
+		for b.sendNext(true) {
+		}
 	}()
 }
 
@@ -102,25 +126,30 @@ func (b *batcher) close(deadline time.Time) bool {
 
 // sendNext sends one pipeline of what is pending (the sender's own call
 // first), then passes the turn to the first call that arrived meanwhile,
-// or ends the flush.
-func (b *batcher) sendNext(ctx context.Context) {
+// or ends the flush. It reports whether the flusher that called it
+// (flusher) is to send the next pipeline too; a waiting caller that sent
+// this one starts a flusher instead, so no caller sends more than one.
+func (b *batcher) sendNext(flusher bool) (again bool) {
 	b.mu.Lock()
 	n := min(len(b.pending), maxBatch)
 	calls := append([]*batchCall(nil), b.pending[:n]...)
 	b.pending = b.pending[n:]
 	b.mu.Unlock()
 	if len(calls) > 0 {
-		b.send(ctx, calls, true)
+		b.send(calls[0].ctx, calls, true)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	var dropped []*batchCall
 	if b.closed {
-		// Close has begun: posted calls are dropped, and no poster may
-		// start while Close waits for them.
+		// Close has begun: calls nobody waits on are dropped (a submitted
+		// one is told), and no flusher may start while Close waits for
+		// them.
 		kept := b.pending[:0]
 		for _, c := range b.pending {
 			if c.lead != nil {
 				kept = append(kept, c)
+			} else if c.then != nil {
+				dropped = append(dropped, c)
 			}
 		}
 		b.pending = kept
@@ -130,9 +159,16 @@ func (b *batcher) sendNext(ctx context.Context) {
 		b.flushing = false
 	case b.pending[0].lead != nil:
 		close(b.pending[0].lead)
+	case flusher:
+		again = true
 	default:
-		b.startPoster()
+		b.startFlusher()
 	}
+	b.mu.Unlock()
+	for _, c := range dropped {
+		c.then(Reply{Err: notSent{ErrClosed}})
+	}
+	return again
 }
 
 // send runs calls as one pipeline of EVALSHA. With replica sync on, one WAIT
@@ -197,6 +233,10 @@ func (b *batcher) answer(ctx context.Context, c *batchCall, cmd *redis.Cmd, shor
 	}
 	r := Reply{Val: cmd.Val(), Err: cmd.Err()}
 	r.Unsynced = short && !r.Failed()
+	if c.then != nil {
+		c.then(r)
+		return
+	}
 	c.done <- r
 }
 

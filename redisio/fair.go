@@ -23,7 +23,7 @@ func (c *Conn) FairLock(ctx context.Context, op Op, name, owner string, lease, w
 		once = "1"
 	}
 	keys := []string{name, FairQueue(name), FairTimeouts(name), op.Latch}
-	return c.runLatched(ctx, scripts.Latched.FairLock, keys, ms(lease), owner, ms(w), now.UnixMilli(), once, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.FairLock, keys, ms(lease), owner, ms(w), now.UnixMilli(), once, op.Seq, op.keepMS())
 }
 
 // FairUnlock runs fair_unlock.lua for one hold of owner (read with
@@ -34,7 +34,7 @@ func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease 
 	if err != nil {
 		return Reply{Err: notSent{err}}
 	}
-	return c.runLatched(ctx, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), pub, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), pub, op.Seq, op.keepMS())
 }
 
 // FairCancel takes owner out of the queue (fair_cancel.lua), purging waiters
@@ -48,6 +48,20 @@ func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Durati
 	}
 	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli()).Int64()
 	return n == 1, err
+}
+
+// FairCancelThen is FairCancel without waiting: the script goes out with
+// the name's next pipeline, after the name's earlier scripts, and then
+// receives its outcome (on another goroutine, or at once when the script
+// cannot be queued; it must not block).
+func (c *Conn) FairCancelThen(ctx context.Context, name, owner string, w time.Duration, now time.Time, then func(bool, error)) {
+	keys := append(c.fairKeys(name), LockChannel(name))
+	pub, err := c.publish(ctx)
+	if err != nil {
+		then(false, err)
+		return
+	}
+	c.submitFlag(ctx, then, scripts.FairCancel, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli())
 }
 
 // FairForceUnlock deletes the lock whoever holds it and wakes the queue's

@@ -31,7 +31,17 @@ type Op struct {
 	Latch string        // LatchKey of the lock and Client
 	Seq   uint64        // increases with every request of the Client
 	Keep  time.Duration // how long the latch must outlive the request
+	// Then, when set, makes the call asynchronous: once the request is
+	// queued for its master's next pipeline the call returns ErrPending,
+	// and Then later receives the reply on another goroutine (it must not
+	// block). A call that fails before its request is queued returns that
+	// error as usual and does not call Then.
+	Then func(Reply)
 }
+
+// ErrPending is what an asynchronous call (Op.Then set) returns once its
+// request is on its way; the reply goes to Op.Then.
+var ErrPending = errors.New("request queued; the reply follows")
 
 // Reply is one script's reply as go-redis returned it, or as a latch
 // recorded it. A nil reply has Err redis.Nil, as go-redis reports it.
@@ -67,18 +77,26 @@ type notSent struct{ err error }
 func (e notSent) Error() string { return e.err.Error() }
 func (e notSent) Unwrap() error { return e.err }
 
-// runLatched runs a latched script. keys and args are the body's followed
-// by the latch's: op.Latch, and op.Seq and op.keepMS() (see latched), built
-// by the caller in one go to spare allocations on the hot path.
+// runLatched runs a latched script for op: waits for its reply, or, with
+// op.Then set, queues it and returns ErrPending. keys and args are the
+// body's followed by the latch's: op.Latch, and op.Seq and op.keepMS() (see
+// latched), built by the caller in one go to spare allocations on the hot
+// path.
 //
 // With replica sync on, the script goes to the key's master followed by its
 // WAIT (see replicas.go), and the reply says whether enough replicas had it.
-func (c *Conn) runLatched(ctx context.Context, s *redis.Script, keys []string, args ...any) Reply {
+func (c *Conn) runLatched(ctx context.Context, op Op, s *redis.Script, keys []string, args ...any) Reply {
 	b, err := c.batcherFor(ctx, keys[0])
 	if err != nil {
 		return Reply{Err: notSent{err}}
 	}
-	return b.run(ctx, s, keys, args...)
+	if op.Then == nil {
+		return b.run(ctx, s, keys, args...)
+	}
+	if !b.submit(ctx, op.Then, s, keys, args...) {
+		return Reply{Err: notSent{ErrClosed}}
+	}
+	return Reply{Err: ErrPending}
 }
 
 // keepMS is the latch's lifetime in whole milliseconds, at least 1.
@@ -94,7 +112,31 @@ const TombstoneKeep = time.Minute
 // in the same step, so it never will.
 func (c *Conn) Resolve(ctx context.Context, op Op) (ran bool, r Reply, err error) {
 	keep := ms(max(op.Keep, TombstoneKeep))
-	vals, err := scripts.Resolve.Run(ctx, c.rdb, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), keep).Slice()
+	return readResolve(scripts.Resolve.Run(ctx, c.rdb, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), keep).Slice())
+}
+
+// ResolveThen is Resolve without waiting: the question goes out with the
+// latch's master's next pipeline and then receives the answer (on another
+// goroutine; it must not block). then is always called, at once when the
+// question cannot be queued.
+func (c *Conn) ResolveThen(ctx context.Context, op Op, then func(ran bool, r Reply, err error)) {
+	b, err := c.batcherFor(ctx, op.Latch)
+	if err != nil {
+		then(false, Reply{}, err)
+		return
+	}
+	keep := ms(max(op.Keep, TombstoneKeep))
+	read := func(r Reply) {
+		vals, _ := r.Val.([]any)
+		then(readResolve(vals, r.Err))
+	}
+	if !b.submit(ctx, read, scripts.Resolve, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), keep) {
+		then(false, Reply{}, ErrClosed)
+	}
+}
+
+// readResolve reads latch_resolve.lua's reply.
+func readResolve(vals []any, err error) (ran bool, r Reply, _ error) {
 	if err != nil {
 		return false, Reply{}, err
 	}

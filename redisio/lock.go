@@ -17,13 +17,13 @@ import (
 // Lock runs lock.lua: granted, or the holder's remaining time to live
 // (negative when the key exists without an expiry). Read with Reply.Acquire.
 func (c *Conn) Lock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.runLatched(ctx, scripts.Latched.Lock, []string{name, op.Latch}, ms(lease), owner, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.Lock, []string{name, op.Latch}, ms(lease), owner, op.Seq, op.keepMS())
 }
 
 // FencedLock runs fenced_lock.lua: granted with the hold's fencing token, or
 // the holder's remaining time to live. Read with Reply.Fenced.
 func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.runLatched(ctx, scripts.Latched.FencedLock, []string{name, TokenKey(name), op.Latch}, ms(lease), owner, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.FencedLock, []string{name, TokenKey(name), op.Latch}, ms(lease), owner, op.Seq, op.keepMS())
 }
 
 // Unlock runs unlock.lua for one hold of owner. Read with Reply.Unlock.
@@ -33,25 +33,40 @@ func (c *Conn) Unlock(ctx context.Context, op Op, name, owner string, lease time
 	if err != nil {
 		return Reply{Err: notSent{err}}
 	}
-	return c.runLatched(ctx, scripts.Latched.Unlock, keys, UnlockMessage, ms(lease), owner, pub, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.Unlock, keys, UnlockMessage, ms(lease), owner, pub, op.Seq, op.keepMS())
 }
 
 // Handoff releases one hold of owner and, if it was the last, gives the lock
 // to next with nextLease in the same script (handoff.lua). Read with
 // Reply.Unlock.
 func (c *Conn) Handoff(ctx context.Context, op Op, name, owner string, lease time.Duration, next string, nextLease time.Duration) Reply {
-	return c.runLatched(ctx, scripts.Latched.Handoff, []string{name, op.Latch}, ms(lease), owner, next, ms(nextLease), op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.Handoff, []string{name, op.Latch}, ms(lease), owner, next, ms(nextLease), op.Seq, op.keepMS())
 }
 
-// Renew re-applies lease while owner still holds the lock; false when it does
-// not. Renewals from every actor go out together (batcher).
-func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration) (bool, error) {
-	b, err := c.batcherFor(ctx, name)
+// Renew re-applies lease while owner still holds the lock, without waiting:
+// then receives true, or false when owner no longer holds it (on another
+// goroutine; it must not block). Renewals from every actor go out together
+// (batcher), in order with the name's other scripts.
+func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration, then func(bool, error)) {
+	c.submitFlag(ctx, then, scripts.Renew, []string{name}, ms(lease), owner)
+}
+
+// submitFlag queues a script whose reply is 1 (done: renewed, cancelled) or 0
+// (the hold or the waiter was not there). then is always called, at once
+// when the script cannot be queued.
+func (c *Conn) submitFlag(ctx context.Context, then func(bool, error), s *redis.Script, keys []string, args ...any) {
+	b, err := c.batcherFor(ctx, keys[0])
 	if err != nil {
-		return false, err
+		then(false, err)
+		return
 	}
-	n, err := b.run(ctx, scripts.Renew, []string{name}, ms(lease), owner).Int()
-	return n == 1, err
+	read := func(r Reply) {
+		n, err := r.Int()
+		then(n == 1, err)
+	}
+	if !b.submit(ctx, read, s, keys, args...) {
+		then(false, ErrClosed)
+	}
 }
 
 // ForceUnlock deletes the lock whoever holds it; true if it existed.

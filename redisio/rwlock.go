@@ -20,7 +20,7 @@ func WriteField(owner string) string { return owner + ":write" }
 // with Reply.Acquire).
 func (c *Conn) ReadLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
 	keys := []string{name, RWHoldPrefix(name, owner), op.Latch}
-	return c.runLatched(ctx, scripts.Latched.ReadLock, keys, ms(lease), owner, WriteField(owner), op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.ReadLock, keys, ms(lease), owner, WriteField(owner), op.Seq, op.keepMS())
 }
 
 // upgradeReply is write_lock.lua's answer to an owner holding only reads.
@@ -28,7 +28,7 @@ const upgradeReply = -3
 
 // WriteLock runs write_lock.lua (read with Reply.Write).
 func (c *Conn) WriteLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.runLatched(ctx, scripts.Latched.WriteLock, []string{name, op.Latch}, ms(lease), WriteField(owner), owner, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.WriteLock, []string{name, op.Latch}, ms(lease), WriteField(owner), owner, op.Seq, op.keepMS())
 }
 
 // ReadUnlock runs read_unlock.lua for one read hold of owner (read with
@@ -39,7 +39,7 @@ func (c *Conn) ReadUnlock(ctx context.Context, op Op, name, owner string) Reply 
 	if err != nil {
 		return Reply{Err: notSent{err}}
 	}
-	return c.runLatched(ctx, scripts.Latched.ReadUnlock, keys, ReadUnlockMessage, owner, pub, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.ReadUnlock, keys, ReadUnlockMessage, owner, pub, op.Seq, op.keepMS())
 }
 
 // WriteUnlock runs write_unlock.lua for one write hold of owner (read with
@@ -50,22 +50,18 @@ func (c *Conn) WriteUnlock(ctx context.Context, op Op, name, owner string, lease
 	if err != nil {
 		return Reply{Err: notSent{err}}
 	}
-	return c.runLatched(ctx, scripts.Latched.WriteUnlock, keys, WriteUnlockMessage, ms(lease), WriteField(owner), pub, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.WriteUnlock, keys, WriteUnlockMessage, ms(lease), WriteField(owner), pub, op.Seq, op.keepMS())
 }
 
-// RWRenew renews owner's read holds (write false) or write holds (write true).
-func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, lease time.Duration) (bool, error) {
+// RWRenew renews owner's read holds (write false) or write holds (write
+// true), without waiting: then receives the outcome as Renew's does.
+func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, lease time.Duration, then func(bool, error)) {
 	field, holdKeys := owner, "1"
 	if write {
 		field, holdKeys = WriteField(owner), "0"
 	}
 	keys := []string{name, RWHoldPrefix(name, owner)}
-	b, err := c.batcherFor(ctx, name)
-	if err != nil {
-		return false, err
-	}
-	n, err := b.run(ctx, scripts.RWRenew, keys, ms(lease), field, holdKeys).Int()
-	return n == 1, err
+	c.submitFlag(ctx, then, scripts.RWRenew, keys, ms(lease), field, holdKeys)
 }
 
 // RWForceUnlock deletes the lock if it is held in mode ("read" or "write").

@@ -15,7 +15,7 @@ import (
 // SemaphoreAcquire takes n permits if that many are available: 1 taken, 0 not
 // (read with Reply.Int).
 func (c *Conn) SemaphoreAcquire(ctx context.Context, op Op, name string, n int) Reply {
-	return c.runLatched(ctx, scripts.Latched.SemaphoreAcquire, []string{name, op.Latch}, n, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.SemaphoreAcquire, []string{name, op.Latch}, n, op.Seq, op.keepMS())
 }
 
 // SemaphoreAdd adds n permits (n < 0 removes) and publishes the new count,
@@ -26,7 +26,7 @@ func (c *Conn) SemaphoreAdd(ctx context.Context, op Op, name string, n int) Repl
 	if err != nil {
 		return Reply{Err: notSent{err}}
 	}
-	return c.runLatched(ctx, scripts.Latched.SemaphoreRelease, keys, n, pub, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.SemaphoreRelease, keys, n, pub, op.Seq, op.keepMS())
 }
 
 // SemaphoreSet sets the count to n unless it is set: 1 set, 0 it existed
@@ -37,7 +37,7 @@ func (c *Conn) SemaphoreSet(ctx context.Context, op Op, name string, n int) Repl
 	if err != nil {
 		return Reply{Err: notSent{err}}
 	}
-	return c.runLatched(ctx, scripts.Latched.SemaphoreSet, keys, n, pub, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.SemaphoreSet, keys, n, pub, op.Seq, op.keepMS())
 }
 
 // SemaphoreGet is the count available (0 when unset).
