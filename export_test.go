@@ -1,5 +1,7 @@
 package lockactor
 
+import "github.com/lockactor/lockactor/actors"
+
 // Test-only views of unexported state, for the package's external tests
 // (package lockactor_test) that check what the public API cannot show.
 
@@ -9,3 +11,7 @@ func OwnerOf(l *Lock) string { return l.owner }
 // ActorCount is the number of lock actors (coordinators included) the
 // Client's runtime has registered now.
 func ActorCount(c *Client) int { return c.rt.Actors() }
+
+// HandoffRun is the longest run of local hand-offs before other processes
+// get their chance at a lock.
+const HandoffRun = actors.HandoffRun

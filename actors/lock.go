@@ -41,7 +41,7 @@ type lockActor struct {
 	subID      uint64 // pub/sub handler id; 0 when not subscribed
 	wokenByMsg bool   // the next attempt answers a release message
 	// handoffs counts releases handed straight to a local waiter in a row;
-	// after handoffRun the next release frees the lock for everyone.
+	// after HandoffRun the next release frees the lock for everyone.
 	handoffs int
 	// echoes counts release messages we published and have yet to hear: a
 	// message while a local owner holds is our own echo, or news (a force
@@ -53,6 +53,12 @@ type lockActor struct {
 	// refusal installs its verdict only if none came while it was in
 	// flight (the refusal may predate the release the event announced).
 	news uint64
+
+	// Sharing the lock with other processes (see handoffTarget, onWake).
+	others   bool // other connections listen on the channel (true until counted)
+	counting bool // a subscriber count is in flight
+	yielding bool // the queue's next attempt follows a yield
+	yields   int  // yields in a row after which another process took the lock
 }
 
 // phase names an actor's state.
@@ -67,15 +73,28 @@ const (
 	retiring
 )
 
-// handoffRun bounds a run of local hand-offs: then the lock is released and
-// published, and local waiters race the other processes' for it.
-const handoffRun = 64
+// HandoffRun bounds a run of local hand-offs: then, if other processes
+// listen on the lock's channel, the lock is released and published, and
+// local waiters race the other processes' for it.
+const HandoffRun = 64
+
+// yieldWindow is how long waiters woken by a release message hold back
+// before they try, when other processes listen on the channel: long enough
+// for a peer that reacts more slowly than an actor (a Redisson client
+// unsubscribes, then sends its script) to take its turn. maxYields bounds
+// the yields in a row that a peer wins, so that no peer, however eager,
+// starves us.
+const (
+	yieldWindow = 2 * time.Millisecond
+	maxYields   = 2
+)
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	a := &lockActor{
 		base:     base{rt: rt, key: key, entry: e},
 		holdBook: newHoldBook(rt.cfg.Watchdog),
 		scheme:   s,
+		others:   true,
 	}
 	a.ledger = newLedger(&a.base, key.Name)
 	return a
@@ -104,6 +123,8 @@ func (a *lockActor) Receive(ctx actor.Context) {
 		a.early = 0
 	case *resolved:
 		a.ledger.onResolved(m)
+	case *subscribers:
+		a.counted(m)
 	case *messages.RenewTick:
 		if a.renewAll(&a.base, a.renewOne) {
 			a.forgetVerdict() // a lost hold may have freed the lock
@@ -174,6 +195,45 @@ func (a *lockActor) onWake(n news) {
 	// if it wins, we requeue (see attempted). Only a waiter queued now can
 	// have raced for it.
 	a.wokenByMsg = n.msgs > 0 && !a.waiters.empty()
+	if a.wokenByMsg && a.scheme.handsOff() && a.others && a.yields < maxYields {
+		// Other processes listen: let one of theirs go first (see
+		// yieldWindow); the queue tries when the window ends.
+		a.verdict = verdict{until: time.Now().Add(yieldWindow), all: true}
+		a.yielding, a.wokenByMsg = true, false
+	}
+}
+
+// subscribers is the count of connections listening on the lock's channel.
+type subscribers struct {
+	n   int64 // -1: unknown
+	err error
+}
+
+// counted applies a subscriber count: ours is one of them while we are
+// subscribed; an unknown count means others may listen.
+func (a *lockActor) counted(m *subscribers) {
+	a.counting = false
+	switch {
+	case m.err != nil || m.n < 0:
+		a.others = true
+	case a.subID != 0:
+		a.others = m.n > 1
+	default:
+		a.others = m.n > 0
+	}
+}
+
+// countOthers asks, in the background, whether other connections than
+// ours listen on the lock's channel.
+func (a *lockActor) countOthers() {
+	if a.counting {
+		return
+	}
+	a.counting = true
+	b := &a.base
+	a.rt.io.SubscribersThen(a.rt.ctx, a.scheme.channel(a.key.Name), func(n int64, err error) {
+		b.post(&subscribers{n: n, err: err})
+	})
 }
 
 // reconcile runs what the state calls for, one script at a time, then arms

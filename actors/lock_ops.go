@@ -13,22 +13,24 @@ import (
 // try sends m's acquire script; queued says m waits in the queue (else it is
 // a direct attempt).
 func (a *lockActor) try(m *messages.Acquire, queued bool) {
-	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, sent: time.Now(), lease: a.leaseOf(m.Lease), news: a.news}
+	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, yielded: queued && a.yielding,
+		sent: time.Now(), lease: a.leaseOf(m.Lease), news: a.news}
 	if queued {
-		a.wokenByMsg = false
+		a.wokenByMsg, a.yielding = false, false
 	}
 	a.ledger.send(r)
 }
 
 // lockAttempt is one acquire script, for a queued or a direct request.
 type lockAttempt struct {
-	a      *lockActor
-	m      *messages.Acquire
-	queued bool // m waits in the queue; else a direct attempt
-	byMsg  bool // it answers a release message
-	sent   time.Time
-	lease  time.Duration
-	news   uint64 // the actor's news count when it was sent
+	a       *lockActor
+	m       *messages.Acquire
+	queued  bool // m waits in the queue; else a direct attempt
+	byMsg   bool // it answers a release message
+	yielded bool // it follows a yield to other processes
+	sent    time.Time
+	lease   time.Duration
+	news    uint64 // the actor's news count when it was sent
 }
 
 func (r *lockAttempt) keep() time.Duration { return latchKeep(r.lease) }
@@ -75,6 +77,9 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 		if queued {
 			a.waiters.remove(m.Req)
 		}
+		if at.yielded || at.byMsg {
+			a.yields = 0
+		}
 		a.grant(m, sent, res.token)
 		if at.byMsg && a.scheme.exclusive() {
 			// We won the race a release message started: go to the back of
@@ -87,6 +92,9 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 			a.waiters.remove(m.Req)
 		}
 	default:
+		if at.yielded {
+			a.yields++ // another process took its turn
+		}
 		if at.news == a.news {
 			a.refused(m, res.ttl)
 		}
@@ -193,10 +201,17 @@ func (r *lockRelease) notRun()                 { r.a.retryOwed(r.o) }
 
 // handoffTarget is the waiter o's release may hand the lock to in the same
 // script, or nil: only an owner's last exclusive hold, to another owner's
-// exclusive request, within a run of handoffRun.
+// exclusive request, within a run of HandoffRun (a run goes on while no
+// other connection listens on the lock's channel).
 func (a *lockActor) handoffTarget(o *owed) *messages.Acquire {
-	if !a.scheme.handsOff() || !o.last || o.k.mode != messages.Exclusive || a.handoffs >= handoffRun {
+	if !a.scheme.handsOff() || !o.last || o.k.mode != messages.Exclusive {
 		return nil
+	}
+	if a.handoffs >= HandoffRun {
+		if a.others {
+			return nil
+		}
+		a.handoffs = 0 // nobody else listens: the run goes on
 	}
 	head := a.waiters.front()
 	if head == nil || head.Owner == o.k.owner || head.Mode != messages.Exclusive {
@@ -227,6 +242,9 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.forgetVerdict()
 	case redisio.HandedOver:
 		a.handoffs++
+		if a.handoffs == HandoffRun/2 {
+			a.countOthers() // known by the run's end
+		}
 		if r.Unsynced {
 			// The new holder's grant is not on enough replicas: undo it;
 			// head stays queued and tries again.
@@ -243,7 +261,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 				a.echoes++
 			}
 		}
-		if a.handoffs >= handoffRun {
+		if a.handoffs >= HandoffRun {
 			// The end of a run of hand-offs: our own release message wakes
 			// the local waiters, fairly, with everyone else's.
 			a.handoffs = 0

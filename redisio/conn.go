@@ -140,3 +140,43 @@ const (
 	Left                           // the owner's last hold released; others still hold
 	HandedOver                     // the owner's last hold released and the lock given to the next owner
 )
+
+// SubscribersThen asks, without waiting, how many connections listen on
+// channel, and hands the count to then (on another goroutine, or at once
+// when it cannot ask; it must not block). On a Cluster with classic pub/sub
+// a node counts only its own subscribers, so the answer is -1: unknown.
+func (c *Conn) SubscribersThen(ctx context.Context, channel string, then func(n int64, err error)) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		then(0, ErrClosed)
+		return
+	}
+	c.calls.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.calls.Done()
+		then(c.subscribers(ctx, channel))
+	}()
+}
+
+func (c *Conn) subscribers(ctx context.Context, channel string) (int64, error) {
+	sharded, err := c.topo.Sharded(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if c.topo.cluster != nil && !sharded {
+		return -1, nil
+	}
+	b, err := c.batcherFor(ctx, channel)
+	if err != nil {
+		return 0, err
+	}
+	var counts map[string]int64
+	if sharded {
+		counts, err = b.rdb.PubSubShardNumSub(ctx, channel).Result()
+	} else {
+		counts, err = b.rdb.PubSubNumSub(ctx, channel).Result()
+	}
+	return counts[channel], err
+}
