@@ -89,3 +89,27 @@ func TestHistQuantiles(t *testing.T) {
 		}
 	}
 }
+
+// TestQuickFrozen runs the frozen scenario in --quick mode: a 3-master
+// Cluster, master 0 stopped for --freeze. The other masters' holds must
+// stay held and their workers see no error; master 0's workers time out.
+func TestQuickFrozen(t *testing.T) {
+	needRedis(t)
+	defer goleak.VerifyNone(t)
+	var out, errb bytes.Buffer
+	if code := run([]string{"--quick", "--scenarios", "frozen", "--libs", "lockactor", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rep report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out.String())
+	}
+	if len(rep.Samples) != 1 || rep.Samples[0].Lib != "lockactor" || rep.Samples[0].Err != "" {
+		t.Fatalf("samples: %+v", rep.Samples)
+	}
+	m := rep.Samples[0].Metrics
+	if m["base_acq_s"] <= 0 || m["frozen_acq_s"] <= 0 || m["lost_healthy"] != 0 || m["errors_healthy"] != 0 ||
+		m["violations"] != 0 || m["stuck"] != 0 || m["errors_m0"] == 0 {
+		t.Errorf("metrics: %v", m)
+	}
+}

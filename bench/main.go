@@ -6,8 +6,13 @@
 //
 // Libraries alternate within each round (A B C A B C) and the report takes
 // medians over rounds. Scenarios: uncontended, contended, multiproc (the
-// tool re-executes itself as worker processes), manykeys and scale. See
-// `go run . -h` for the flags and RESULTS.md for a full run.
+// tool re-executes itself as worker processes), manykeys and scale, run by
+// default, and frozen, run only when named in -scenarios: lockactor alone
+// on a 3-master Redis Cluster (no replicas) the tool starts on loopback,
+// with one master stopped (SIGSTOP) for -freeze after a -duration baseline,
+// measuring the throughput the other masters' names keep and whether their
+// watchdog-renewed holds stay held. See `go run . -h` for the flags and
+// RESULTS.md for a full run.
 package main
 
 import (
@@ -43,9 +48,15 @@ type settings struct {
 	RedisServer string
 	CPUProfile  string
 	Replicas    int
+	Frozen      frozenSpec
 }
 
-const allScenarios = "uncontended,contended,multiproc,manykeys,scale"
+// defaultScenarios run when -scenarios is not given.
+const defaultScenarios = "uncontended,contended,multiproc,manykeys,scale"
+
+// allScenarios are every scenario -scenarios accepts: frozen (a Cluster
+// fault run of lockactor alone, several seconds a round) only when named.
+const allScenarios = defaultScenarios + ",frozen"
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == childFlag {
@@ -131,12 +142,20 @@ redsync-tuned, redislock; they
 alternate within each round and the report shows medians over rounds, with
 ratios against raw. Markdown on stdout (or JSON with --json), progress on stderr.
 
+Scenarios (-scenarios): uncontended, contended, multiproc, manykeys, scale
+(the default set) and frozen (only when named): lockactor alone on a
+3-master Redis Cluster, no replicas, started for each round on loopback;
+workers lock names of every master, a few watchdog-renewed holds are kept
+on each, and after a -duration baseline master 0 is stopped (SIGSTOP) for
+-freeze; reported: the other masters' acq/s before and during the freeze
+and their ratio, master 0's acq/s, Lost holds per master, errors.
+
 Usage: go run . [flags]
 
 `)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&s.Scenarios, "scenarios", allScenarios, "comma-separated scenarios to run")
+	fs.StringVar(&s.Scenarios, "scenarios", defaultScenarios, "comma-separated scenarios to run (also: frozen, not in the default set)")
 	fs.StringVar(&s.Libs, "libs", "all", "comma-separated libraries (raw is always run)")
 	fs.DurationVar(&s.Duration, "duration", 2*time.Second, "measured window of one library in one round of one configuration")
 	fs.IntVar(&s.Rounds, "rounds", 3, "rounds; each runs every library once per configuration")
@@ -164,6 +183,12 @@ Usage: go run . [flags]
 	fs.StringVar(&s.RedisServer, "redis-server", redisBin, "redis-server binary")
 	fs.StringVar(&s.Scale.HeapProfile, "heapprofile", "", "scale: write a heap profile of lockactor after the names test's settle period to this file")
 	fs.IntVar(&s.Replicas, "replicas", 0, "start this many replicas of the server (lockactor's replica sync then WAITs for them; compare lockactor with lockactor-nosync)")
+	fs.IntVar(&s.Frozen.Names, "frozen-names", 100, "frozen: names per master the workers lock")
+	fs.IntVar(&s.Frozen.Goroutines, "frozen-goroutines", 32, "frozen: worker goroutines per master")
+	fs.IntVar(&s.Frozen.Holds, "frozen-holds", 5, "frozen: long-lived (watchdog renewed) holds per master, watched for Lost")
+	fs.DurationVar(&s.Frozen.Freeze, "freeze", 2*time.Second, "frozen: how long master 0 is stopped, after a --duration baseline (keep it under the 5s cluster node timeout)")
+	fs.DurationVar(&s.Frozen.Watchdog, "frozen-watchdog", 1500*time.Millisecond, "frozen: lockactor WithWatchdogTimeout")
+	fs.DurationVar(&s.Frozen.OpTimeout, "frozen-op-timeout", time.Second, "frozen: deadline of each worker Lock and Unlock")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole measurement (this process only) to this file")
 	if err := fs.Parse(args); err != nil {
 		return s, err
@@ -179,6 +204,7 @@ Usage: go run . [flags]
 			"procs": "2", "proc-goroutines": "8", "keys": "100", "keys-goroutines": "16",
 			"waiters": "500", "names": "2000", "held": "500", "scale-workers": "16",
 			"idle": "200ms", "watchdog": "600ms", "periods": "2", "quiet": "200ms",
+			"frozen-names": "20", "frozen-goroutines": "8", "frozen-holds": "2",
 		}
 		for name, v := range quick {
 			if !set[name] {
@@ -188,6 +214,10 @@ Usage: go run . [flags]
 	}
 	if s.Rounds < 1 || s.Duration <= 0 {
 		return s, fmt.Errorf("need --rounds >= 1 and --duration > 0")
+	}
+	f := s.Frozen
+	if f.Names < 1 || f.Goroutines < 1 || f.Holds < 0 || f.Freeze <= 0 || f.Freeze >= clusterNodeTimeout || f.Watchdog <= 0 || f.OpTimeout <= 0 {
+		return s, fmt.Errorf("need --frozen-names, --frozen-goroutines >= 1, --frozen-holds >= 0, 0 < --freeze < %v, --frozen-watchdog and --frozen-op-timeout > 0", clusterNodeTimeout)
 	}
 	return s, nil
 }

@@ -55,6 +55,7 @@ func kilo(v float64) string {
 var primary = map[string]string{
 	"uncontended": "acq_s", "contended": "acq_s", "multiproc": "acq_s", "manykeys": "acq_s",
 	titleKindWaiters: "heap_per_waiter", titleKindNames: "pairs_s", titleKindHeld: "rt_period",
+	"frozen": "ratio",
 }
 
 // Scale tables are told apart by the start of their titles.
@@ -97,6 +98,14 @@ var columns = map[string][]column{
 	titleKindNames: {{"pairs_s", "pairs/s", kilo}, {"gor_before", "goroutines before", fixed(0)}, {"gor_peak", "right after", fixed(0)},
 		{"gor_after", "after settle", fixed(0)}, {"settle_s", "settle s", fixed(1)}, {"heap_before", "heap MiB before", fixed(1)}, {"heap_peak", "right after", fixed(1)},
 		{"heap_after", "after settle", fixed(1)}, {"heap_per_name", "B/name kept", fixed(1)}, {"errors", "errors", fixed(0)}},
+	"frozen": {{"base_acq_s", "masters 1+2 acq/s before", kilo}, {"frozen_acq_s", "during freeze", kilo},
+		{"ratio", "during/before", fixed(2)}, {"ratio_min", "worst master", fixed(2)},
+		{"dip", "worst 100ms / before", fixed(2)},
+		{"m0_base_acq_s", "master 0 acq/s before", kilo}, {"m0_frozen_acq_s", "during freeze", kilo},
+		{"m0_after_acq_s", "1s after", kilo}, {"lost_healthy", "Lost on masters 1+2", fixed(0)},
+		{"lost_frozen", "Lost on master 0", fixed(0)}, {"silent_lost", "gone, no Lost", fixed(0)},
+		{"errors_m0", "errors master 0", fixed(0)}, {"errors_healthy", "errors masters 1+2", fixed(0)},
+		{"violations", "overlaps", fixed(0)}, {"stuck", "stuck", fixed(0)}},
 	titleKindHeld: {{"rt_period", "RT/period", fixed(0)}, {"rt_per_100", "RT per 100 locks per period", fixed(2)},
 		{"keys_alive", "keys alive", fixed(0)}, {"lost", "lost", fixed(0)}, {"heap_per_held", "heap B/held lock", fixed(0)},
 		{"errors", "errors", fixed(0)}},
@@ -240,6 +249,14 @@ func brief(scenario string, s sample) string {
 			}
 		}
 		return strings.Join(parts, " ")
+	case "frozen":
+		line := fmt.Sprintf("masters 1+2 %s -> %s acq/s (%.2fx, worst master %.2fx, worst 100ms %.2fx), master 0 %s -> %s -> %s acq/s, Lost %.0f on 1+2 / %.0f on 0, gone without Lost %.0f, errors %.0f on 0 / %.0f on 1+2, overlaps %.0f",
+			kilo(m["base_acq_s"]), kilo(m["frozen_acq_s"]), m["ratio"], m["ratio_min"], m["dip"], kilo(m["m0_base_acq_s"]), kilo(m["m0_frozen_acq_s"]),
+			kilo(m["m0_after_acq_s"]), m["lost_healthy"], m["lost_frozen"], m["silent_lost"], m["errors_m0"], m["errors_healthy"], m["violations"])
+		if s.Note != "" {
+			line += " (first: " + s.Note + ")"
+		}
+		return line
 	}
 	line := fmt.Sprintf("%s acq/s, RT/acq %.2f, p99 %.1f ms, max/min %.2f, starved %.0f, overlaps %.0f, errors %.0f",
 		kilo(m["acq_s"]), m["rt_acq"], m["wait_p99_ms"], m["fair"], m["starved"], m["violations"], m["errors"])

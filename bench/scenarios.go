@@ -98,6 +98,8 @@ func buildConfigs(srv *server, s settings) ([]config, error) {
 			out = append(out, load(scn, titleManykeys(s.KeysG, s.Keys), s.KeysG, s.Keys, 0, 1))
 		case "scale":
 			out = append(out, scaleConfigs(srv, s, libs, &seq)...)
+		case "frozen":
+			out = append(out, frozenConfigs(s, libs)...)
 		default:
 			return nil, fmt.Errorf("unknown scenario %q (have %s)", scn, allScenarios)
 		}

@@ -42,11 +42,18 @@ func startServer(bin string, extra ...string) (*server, error) {
 	return nil, fmt.Errorf("start %s: %w", bin, lastErr)
 }
 
+// tryStart makes one attempt of startServer on a port freePort picked.
 func tryStart(bin string, extra []string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
+	return tryStartOn(bin, port, extra)
+}
+
+// tryStartOn launches bin on 127.0.0.1:port with extra arguments after the
+// tool's own and waits until it answers with its own pid.
+func tryStartOn(bin string, port int, extra []string) (*server, error) {
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--maxclients", "10000"}, extra...)
 	cmd := exec.Command(bin, args...)

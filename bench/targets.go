@@ -74,6 +74,14 @@ func (r *report) checkTargets() []target {
 		fmt.Sprintf("%.0f -> %.0f", before, after), after <= before)
 	atMost(titleHeld(s.Scale.Held), "lockactor", "rt_per_100", "renewal <= 1 round trip per 100 locks per period", 1)
 
+	fz := titleFrozen(s.Frozen)
+	fzRatio, ok1 := get(fz, "lockactor", "ratio")
+	fzBase, _ := get(fz, "lockactor", "base_acq_s")
+	fzDuring, _ := get(fz, "lockactor", "frozen_acq_s")
+	add(fz, "names on the other masters keep >= 0.8x their throughput", ok1,
+		fmt.Sprintf("%.2fx (%s -> %s acq/s)", fzRatio, kilo(fzBase), kilo(fzDuring)), fzRatio >= 0.8)
+	atMost(fz, "lockactor", "lost_healthy", "no Lost on the other masters", 0)
+
 	var overlaps float64
 	seen := false
 	for _, libs := range r.Medians {
