@@ -174,3 +174,53 @@ func BenchmarkRenewal(b *testing.B) {
 		b.ReportMetric(float64(hook.Total()-before)/3/(held/100), "roundtrips/100locks/period")
 	}
 }
+
+// BenchmarkAllocs reports heap allocations and bytes per Lock+Unlock pair
+// over the whole client path (handle, actor, pipeline, go-redis): one
+// goroutine on one name, and 64 goroutines over 100 names.
+func BenchmarkAllocs(b *testing.B) {
+	cases := []struct {
+		name       string
+		goroutines int
+		names      int
+	}{
+		{"uncontended", 1, 1},
+		{"manykeys", 64, 100},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := redistest.Start(b)
+			c := newClient(b, srv.Client(b))
+			ctx := context.Background()
+			var next atomic.Int64
+			next.Store(int64(b.N))
+			handles := make([][]*lockactor.Lock, tc.goroutines)
+			for g := range handles {
+				for n := range tc.names {
+					handles[g] = append(handles[g], c.Lock(fmt.Sprintf("allocs-%d", n)))
+				}
+			}
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			b.ResetTimer()
+			for g := range tc.goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := g; next.Add(-1) >= 0; i++ {
+						l := handles[g][i%tc.names]
+						if err := l.Lock(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+						if err := l.Unlock(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
