@@ -9,23 +9,22 @@ import (
 )
 
 // batcher sends the script calls that many actors make at about the same
-// time as pipelines: group commit. The first call is sent at once; calls
-// that arrive while a pipeline is in flight go together in the next one, so
-// N concurrent calls cost a few round trips instead of N, and a lone call
-// waits for nothing. Every latched script, renewal, settlement and latch
-// deletion goes through one: a single server or Sentinel group has one, a
-// Cluster one per master (pipelines go to that master's own client, so a
-// slow master delays only its names, and a WAIT can follow the scripts on
-// their connection).
+// time as pipelines: group commit. Every latched script, renewal,
+// settlement and latch deletion goes through one: a single server or
+// Sentinel group has one, a Cluster one per master (pipelines go to that
+// master's own client, so a slow master delays only its names, and a WAIT
+// can follow the scripts on their connection).
 //
-// Calls come in two shapes. An actor submits its call with a function that
-// takes the reply (submit) and goes on with its mailbox; a flusher
-// goroutine, started when calls wait and none runs, sends pipeline after
-// pipeline until nothing is pending, and each reply goes back through its
-// function (which posts it to the actor as a message). A caller that waits
-// for its reply (run) sends the pipeline itself when no flush is in
-// progress. Calls leave in the order they were queued, so two calls on one
-// master run in that order.
+// An actor submits its call with a function that takes the reply and goes
+// on with its mailbox. One flusher goroutine per batcher sends whatever is
+// pending as one pipeline, and as soon as that pipeline's replies are back,
+// the calls that arrived meanwhile as the next: a lone call is sent at
+// once, and N concurrent calls cost a few round trips instead of N. Each
+// reply goes back through its function (which posts it to the actor as a
+// message). Calls leave in the order they were queued, so two calls on one
+// master run in that order. The flusher waits flusherIdle for more work
+// before it exits, so a steady load keeps one goroutine (and its grown
+// stack) rather than starting one per pipeline.
 type batcher struct {
 	c    *Conn
 	addr string                // the master's address on a Cluster; "" otherwise
@@ -33,9 +32,11 @@ type batcher struct {
 
 	mu       sync.Mutex
 	pending  []*batchCall
-	flushing bool
+	flushing bool           // the flusher runs (sending, or idle and waiting)
+	wake     chan struct{}  // tells an idle flusher that calls are pending
+	stop     chan struct{}  // closed by close: an idle flusher exits
 	closed   bool           // submit and post refuse calls
-	posted   sync.WaitGroup // flushers started for submitted and posted calls
+	flushers sync.WaitGroup // the flusher, for close
 }
 
 // batchCall is one script call waiting for its pipeline.
@@ -44,51 +45,44 @@ type batchCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
-	done   chan Reply    // a waiting caller's reply
-	then   func(Reply)   // a submitted call's reply; nil otherwise
-	lead   chan struct{} // closed when this caller is to send the next pipeline; nil unless it waits
+	then   func(Reply) // takes the reply; nil for a post
 }
 
 // maxBatch bounds one pipeline.
 const maxBatch = 1000
 
-// run queues one call and waits for its reply. A caller whose call finds
-// no pipeline in flight sends one, with every call pending (its own first);
-// then, if calls arrived meanwhile, it hands the sending on to the first of
-// them, so no caller sends more than one pipeline and a busy name's actor
-// is not kept serving everyone else's.
+// flusherIdle is how long the flusher waits for more calls before it exits.
+const flusherIdle = time.Second
+
+func newBatcher(c *Conn, addr string, rdb redis.UniversalClient) *batcher {
+	return &batcher{c: c, addr: addr, rdb: rdb, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// run queues one call and waits for its reply (for callers that have
+// nothing else to do meanwhile).
 func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) Reply {
-	call := &batchCall{ctx: ctx, script: script, keys: keys, args: args, done: make(chan Reply, 1), lead: make(chan struct{})}
-	b.mu.Lock()
-	b.pending = append(b.pending, call)
-	lead := !b.flushing
-	b.flushing = true
-	b.mu.Unlock()
-	if !lead {
-		select {
-		case r := <-call.done:
-			return r
-		case <-call.lead:
-		}
+	done := make(chan Reply, 1)
+	if !b.submit(ctx, func(r Reply) { done <- r }, script, keys, args...) {
+		return Reply{Err: notSent{ErrClosed}}
 	}
-	b.sendNext(false)
-	return <-call.done
+	return <-done
 }
 
 // submit queues a call and returns at once; then receives the reply, on the
 // flusher's goroutine, so it must not block (it posts a message). It
 // reports false, and then is not called, once close has begun.
 func (b *batcher) submit(ctx context.Context, then func(Reply), script *redis.Script, keys []string, args ...any) bool {
-	return b.queue(&batchCall{ctx: ctx, script: script, keys: keys, args: args, then: then, done: make(chan Reply, 1)})
+	return b.queue(&batchCall{ctx: ctx, script: script, keys: keys, args: args, then: then})
 }
 
 // post queues a call whose reply nobody waits for: it goes out with the
 // next pipeline. After close, posted calls are dropped.
 func (b *batcher) post(script *redis.Script, keys []string, args ...any) {
-	b.queue(&batchCall{ctx: context.Background(), script: script, keys: keys, args: args, done: make(chan Reply, 1)})
+	b.queue(&batchCall{ctx: context.Background(), script: script, keys: keys, args: args})
 }
 
-// queue adds a call nobody waits on, starting a flusher if none runs.
+// queue adds a call, starting the flusher if none runs or waking it if it
+// is idle.
 func (b *batcher) queue(call *batchCall) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -98,77 +92,76 @@ func (b *batcher) queue(call *batchCall) bool {
 	b.pending = append(b.pending, call)
 	if !b.flushing {
 		b.flushing = true
-		b.startFlusher()
+		b.flushers.Add(1)
+		go b.flush()
+		return true
+	}
+	select {
+	case b.wake <- struct{}{}:
+	default: // a wake is already pending, or the flusher is sending
 	}
 	return true
 }
 
-// startFlusher starts a goroutine that sends pipelines while the call at
-// the head of the queue has no caller waiting to send it. The caller holds
-// b.mu, so no flusher starts once close waits for them.
-func (b *batcher) startFlusher() {
-	b.posted.Add(1)
-	go func() {
-		defer b.posted.Done()
-		for b.sendNext(true) {
+// flush is the flusher: it sends pipelines while calls are pending, then
+// waits up to flusherIdle for more, and exits when none came or close
+// began.
+func (b *batcher) flush() {
+	defer b.flushers.Done()
+	idle := time.NewTimer(flusherIdle)
+	defer idle.Stop()
+	for {
+		if calls := b.take(); len(calls) > 0 {
+			b.send(calls[0].ctx, calls, true)
+			continue
 		}
-	}()
+		idle.Reset(flusherIdle)
+		select {
+		case <-b.wake:
+			continue
+		case <-b.stop:
+		case <-idle.C:
+		}
+		b.mu.Lock()
+		if len(b.pending) == 0 || b.closed {
+			b.flushing = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+	}
 }
 
-// close drops posted calls from now on and waits, until deadline, for the
-// flushers post started.
-func (b *batcher) close(deadline time.Time) bool {
+// take removes up to maxBatch pending calls, oldest first.
+func (b *batcher) take() []*batchCall {
 	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
-	return waitUntil(&b.posted, deadline)
-}
-
-// sendNext sends one pipeline of what is pending (the sender's own call
-// first), then passes the turn to the first call that arrived meanwhile,
-// or ends the flush. It reports whether the flusher that called it
-// (flusher) is to send the next pipeline too; a waiting caller that sent
-// this one starts a flusher instead, so no caller sends more than one.
-func (b *batcher) sendNext(flusher bool) (again bool) {
-	b.mu.Lock()
+	defer b.mu.Unlock()
 	n := min(len(b.pending), maxBatch)
 	calls := append([]*batchCall(nil), b.pending[:n]...)
 	b.pending = b.pending[n:]
-	b.mu.Unlock()
-	if len(calls) > 0 {
-		b.send(calls[0].ctx, calls, true)
-	}
+	return calls
+}
+
+// close refuses calls from now on, tells the submitted calls still pending
+// that they were not sent, and waits, until deadline, for the flusher to
+// end (a pipeline in flight ends when go-redis returns).
+func (b *batcher) close(deadline time.Time) bool {
 	b.mu.Lock()
-	var dropped []*batchCall
 	if b.closed {
-		// Close has begun: calls nobody waits on are dropped (a submitted
-		// one is told), and no flusher may start while Close waits for
-		// them.
-		kept := b.pending[:0]
-		for _, c := range b.pending {
-			if c.lead != nil {
-				kept = append(kept, c)
-			} else if c.then != nil {
-				dropped = append(dropped, c)
-			}
-		}
-		b.pending = kept
+		b.mu.Unlock()
+		return waitUntil(&b.flushers, deadline)
 	}
-	switch {
-	case len(b.pending) == 0:
-		b.flushing = false
-	case b.pending[0].lead != nil:
-		close(b.pending[0].lead)
-	case flusher:
-		again = true
-	default:
-		b.startFlusher()
-	}
+	b.closed = true
+	dropped := b.pending
+	b.pending = nil
+	close(b.stop)
 	b.mu.Unlock()
 	for _, c := range dropped {
-		c.then(Reply{Err: notSent{ErrClosed}})
+		if c.then != nil {
+			c.then(Reply{Err: notSent{ErrClosed}})
+		}
 	}
-	return again
+	return waitUntil(&b.flushers, deadline)
 }
 
 // send runs calls as one pipeline of EVALSHA. With replica sync on, one WAIT
@@ -235,9 +228,7 @@ func (b *batcher) answer(ctx context.Context, c *batchCall, cmd *redis.Cmd, shor
 	r.Unsynced = short && !r.Failed()
 	if c.then != nil {
 		c.then(r)
-		return
 	}
-	c.done <- r
 }
 
 // batcherFor returns the batcher of key's master: the one batcher outside
@@ -255,7 +246,7 @@ func (c *Conn) batcherFor(ctx context.Context, key string) (*batcher, error) {
 	defer c.mu.Unlock()
 	b := c.masters[addr]
 	if b == nil {
-		b = &batcher{c: c, addr: addr, rdb: m}
+		b = newBatcher(c, addr, m)
 		c.masters[addr] = b
 	}
 	return b, nil

@@ -34,7 +34,7 @@ var ErrClosed = errors.New("connection closed")
 // where replica sync sends its WAIT; sync says how many replicas confirm.
 func NewConn(rdb redis.UniversalClient, topo *Topology, sync SyncPolicy) *Conn {
 	c := &Conn{rdb: rdb, topo: topo, sync: sync, masters: make(map[string]*batcher)}
-	c.batch = &batcher{rdb: rdb, c: c}
+	c.batch = newBatcher(c, "", rdb)
 	return c
 }
 
