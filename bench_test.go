@@ -124,11 +124,7 @@ func BenchmarkContended(b *testing.B) {
 			defer wg.Done()
 			<-start
 			for remaining.Add(-1) >= 0 {
-				if err := l.Lock(ctx); err != nil {
-					b.Error(err)
-					return
-				}
-				if err := l.Unlock(ctx); err != nil {
+				if err := lockUnlock(ctx, l); err != nil {
 					b.Error(err)
 					return
 				}
@@ -208,12 +204,7 @@ func BenchmarkAllocs(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for i := g; next.Add(-1) >= 0; i++ {
-						l := handles[g][i%tc.names]
-						if err := l.Lock(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-						if err := l.Unlock(ctx); err != nil {
+						if err := lockUnlock(ctx, handles[g][i%tc.names]); err != nil {
 							b.Error(err)
 							return
 						}
@@ -223,4 +214,12 @@ func BenchmarkAllocs(b *testing.B) {
 			wg.Wait()
 		})
 	}
+}
+
+// lockUnlock takes l and gives it back.
+func lockUnlock(ctx context.Context, l *lockactor.Lock) error {
+	if err := l.Lock(ctx); err != nil {
+		return err
+	}
+	return l.Unlock(ctx)
 }
