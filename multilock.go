@@ -2,7 +2,6 @@ package lockactor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -12,14 +11,10 @@ import (
 	"github.com/lockactor/lockactor/messages"
 )
 
-// Node timeouts of a group round: how long the coordinator waits for one
-// member's answer. A RedLock keeps it small against its lease, as the Redlock
-// algorithm asks, so a dead or frozen node costs little; a MultiLock's members
-// usually share one Redis and get longer.
-const (
-	redLockNodeTimeout   = 50 * time.Millisecond
-	multiLockNodeTimeout = 2 * time.Second
-)
+// multiLockNodeTimeout is how long a MultiLock's coordinator waits for one
+// member's answer in a round: its members usually share one Redis, so it is
+// generous (a RedLock's is in redlock.go).
+const multiLockNodeTimeout = 2 * time.Second
 
 // groupIDs names coordinators uniquely within the process.
 var groupIDs atomic.Int64
@@ -156,7 +151,7 @@ func (gr *group) Unlock(ctx context.Context) error {
 	case res.NotHeld:
 		return nameError(gr.name, ErrNotHeld)
 	case res.Err != nil:
-		return nameError(gr.name, errors.Join(ErrNoQuorum, res.Err))
+		return nameError(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, res.Err))
 	}
 	return nil
 }
@@ -173,37 +168,4 @@ func NewMultiLock(locks ...*Lock) *MultiLock {
 	return &MultiLock{newGroup("multilock", locks, false)}
 }
 
-// A RedLock holds a majority (len/2+1) of its locks, each from a Client on an
-// independent Redis master: the Redlock algorithm. Each round asks every node
-// in parallel and counts a node that does not answer within 50 ms as failed;
-// the lock is held when a majority granted and time is left of the lease; on
-// failure every node is released, including those that did not answer.
-// Without WithLease the coordinator renews every node every lease/3 (the
-// lease is the first member's Client's watchdog timeout) and closes every
-// member's Lost when a majority can no longer be renewed.
-type RedLock struct{ group }
-
-// NewRedLock groups locks into a RedLock. No locks or a nil lock surface as
-// ErrInvalidArgument from the first call.
-func NewRedLock(locks ...*Lock) *RedLock {
-	return &RedLock{newGroup("redlock", locks, true)}
-}
-
-// Validity is the guaranteed remaining time of the current hold: the lease
-// minus the time the acquisition (or the last renewal round) took minus the
-// clock-drift allowance (1% of the lease + 2 ms); 0 when not held.
-func (r *RedLock) Validity() time.Duration {
-	if r.err != nil {
-		return 0
-	}
-	ns := r.g.ValidUntil.Load()
-	if ns == 0 {
-		return 0
-	}
-	return max(time.Until(actors.Epoch.Add(time.Duration(ns))), 0)
-}
-
-var (
-	_ Locker = (*MultiLock)(nil)
-	_ Locker = (*RedLock)(nil)
-)
+var _ Locker = (*MultiLock)(nil)

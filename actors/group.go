@@ -193,16 +193,13 @@ func (a *groupActor) acquired(r *round, timedOut bool) {
 			errs = append(errs, r.parts[i].Err)
 		}
 	}
-	elapsed := time.Since(r.start)
 	ok := granted >= a.g.Quorum
-	var validity time.Duration
 	if a.g.Redlock {
-		validity = lease - elapsed - drift(lease)
-		ok = ok && validity > 0
+		ok = ok && validity(lease, time.Since(r.start)) > 0
 	}
 	if ok {
 		a.pending = nil
-		a.hold(m, r.parts, r.start, lease, validity)
+		a.hold(m, r.parts, r.start, lease)
 		return
 	}
 	// Errors decide the answer only when they alone ruled the quorum out;
@@ -240,20 +237,17 @@ func (a *groupActor) armRetry() {
 	}
 }
 
-// drift is the Redlock clock-drift allowance: 1% of the lease plus 2 ms.
-func drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
-
 var errNoAnswer = errors.New("no answer within the node timeout")
 
 // hold answers m with a grant, or gives everything back if m gave up.
-func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start time.Time, lease, validity time.Duration) {
+func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start time.Time, lease time.Duration) {
 	if a.g.Redlock {
 		// Before the answer: the caller may ask Validity as soon as
 		// TryLock returns.
-		a.g.ValidUntil.Store(int64(start.Add(validity).Sub(Epoch)))
+		a.publishValidity(start, lease)
 	}
 	if !m.Req.Answer(messages.Result{Granted: true, Parts: parts}) {
-		a.g.ValidUntil.Store(0)
+		a.publishValidity(time.Time{}, 0)
 		a.giveBack(parts, func() {})
 		return
 	}
