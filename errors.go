@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lockactor/lockactor/actors"
 	"github.com/lockactor/lockactor/redisio"
 )
 
@@ -12,8 +13,8 @@ import (
 var (
 	// ErrNotHeld: unlock or extend by a handle that does not hold the lock.
 	ErrNotHeld = errors.New("lockactor: lock not held")
-	// ErrClosed: the Client was closed.
-	ErrClosed = errors.New("lockactor: client closed")
+	// ErrClosed: the Client was closed (one value, whichever layer noticed).
+	ErrClosed = redisio.ErrClosed
 	// ErrInvalidArgument: empty name, negative lease or wait, nil ctx, n <= 0
 	// permits, nil locks. Nothing was sent to Redis.
 	ErrInvalidArgument = errors.New("lockactor: invalid argument")
@@ -41,3 +42,12 @@ func nameError(name string, err error) error {
 func invalid(name, what string) error {
 	return nameError(name, fmt.Errorf("%w: %s", ErrInvalidArgument, what))
 }
+
+// MemberError is one member's failure within a MultiLock or RedLock
+// operation: Name is the member lock's name, Err what went wrong there.
+// Errors of ErrNoQuorum carry one per failed member; match them with
+// errors.As:
+//
+//	var me *lockactor.MemberError
+//	if errors.As(err, &me) { log.Println(me.Name, me.Err) }
+type MemberError = actors.MemberError

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -15,8 +14,9 @@ import (
 	"github.com/lockactor/lockactor/redisio"
 )
 
-// ErrClosed is returned by Send once the runtime is closing.
-var ErrClosed = errors.New("runtime closed")
+// ErrClosed is returned by Send once the runtime is closing (the same
+// value as redisio.ErrClosed).
+var ErrClosed = redisio.ErrClosed
 
 // Kind names a lock primitive; the same name under two kinds is two actors.
 type Kind uint8

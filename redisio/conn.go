@@ -26,8 +26,10 @@ type Conn struct {
 	masters map[string]*batcher // a Cluster's batchers, by master address
 }
 
-// ErrClosed is returned by Guard once Close has begun.
-var ErrClosed = errors.New("connection closed")
+// ErrClosed is returned once Close has begun. It is the one value behind
+// actors.ErrClosed and the root package's ErrClosed, so errors.Is matches
+// it whichever layer noticed the closing.
+var ErrClosed = errors.New("lockactor: client closed")
 
 // NewConn wraps rdb. It does not take ownership: closing rdb is the caller's.
 // topo decides between SPUBLISH (sharded) and PUBLISH in the scripts, and
