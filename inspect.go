@@ -86,3 +86,27 @@ func (l *Lock) RemainingLease(ctx context.Context) (time.Duration, error) {
 		return io.PTTL(ctx, l.name)
 	})
 }
+
+// QueueLength is how many owners, from every client, wait in a fair lock's
+// queue in Redis. Other kinds keep their waiters inside each client, not in
+// Redis, and report 0.
+func (l *Lock) QueueLength(ctx context.Context) (int, error) {
+	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (int, error) {
+		if l.key.Kind != actors.KindFair {
+			return 0, nil
+		}
+		return io.FairQueueLen(ctx, l.name)
+	})
+}
+
+// QueuePosition is this handle's place in a fair lock's queue in Redis, 1
+// for the next to be granted; 0 when it is not queued (it holds the lock,
+// or does not wait, or the lock is of another kind).
+func (l *Lock) QueuePosition(ctx context.Context) (int, error) {
+	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (int, error) {
+		if l.key.Kind != actors.KindFair {
+			return 0, nil
+		}
+		return io.FairQueuePosition(ctx, l.name, l.owner)
+	})
+}

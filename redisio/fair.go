@@ -2,7 +2,10 @@ package redisio
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor/scripts"
 )
@@ -75,4 +78,21 @@ func (c *Conn) FairForceUnlock(ctx context.Context, name string, now time.Time) 
 	}
 	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, now.UnixMilli(), pub).Int64()
 	return n == 1, err
+}
+
+// FairQueueLen is the number of owners queued in the fair lock's Redis
+// queue, from every client.
+func (c *Conn) FairQueueLen(ctx context.Context, name string) (int, error) {
+	n, err := c.rdb.LLen(ctx, FairQueue(name)).Result()
+	return int(n), err
+}
+
+// FairQueuePosition is owner's place in the fair lock's queue, 1 for the
+// head; 0 when it is not queued.
+func (c *Conn) FairQueuePosition(ctx context.Context, name, owner string) (int, error) {
+	i, err := c.rdb.LPos(ctx, FairQueue(name), owner, redis.LPosArgs{}).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return int(i) + 1, err
 }

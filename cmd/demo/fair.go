@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lockactor/lockactor"
-	"github.com/lockactor/lockactor/redisio"
 )
 
 var fairCommand = command{
@@ -107,7 +106,7 @@ func (d *fairDemo) run(ctx context.Context, e *env) error {
 			w.release = e.since()
 			errs <- unlockFor(ctx, w.lock)
 		})
-		if err := waitQueued(ctx, e, name, i+1); err != nil {
+		if err := waitQueued(ctx, w.lock, i+1); err != nil {
 			cancel()
 			wg.Wait()
 			return err
@@ -151,15 +150,15 @@ func (d *fairDemo) run(ctx context.Context, e *env) error {
 	return nil
 }
 
-// waitQueued waits until the fair lock's Redis queue holds n waiters.
-func waitQueued(ctx context.Context, e *env, name string, n int) error {
+// waitQueued waits until w stands n-th in the fair lock's Redis queue.
+func waitQueued(ctx context.Context, w *lockactor.Lock, n int) error {
 	deadline := time.Now().Add(queueTimeout)
 	for {
-		got, err := e.be.rdb.LLen(ctx, redisio.FairQueue(name)).Result()
+		got, err := w.QueuePosition(ctx)
 		switch {
 		case err != nil:
-			return fmt.Errorf("LLEN of the fair queue: %w", err)
-		case got >= int64(n):
+			return fmt.Errorf("the fair queue: %w", err)
+		case got >= n:
 			return nil
 		case time.Now().After(deadline):
 			return fmt.Errorf("waiter %d did not show up in the fair queue within %v", n, queueTimeout)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lockactor/lockactor"
-	"github.com/lockactor/lockactor/redisio"
 )
 
 var fencedCommand = command{
@@ -80,8 +79,9 @@ func (d *fencedDemo) run(ctx context.Context, e *env) error {
 	}
 	defer closeAll(clients)
 	name := e.key("lock")
-	// The token counter never expires: remove it when done.
-	defer e.be.rdb.Del(context.WithoutCancel(ctx), redisio.TokenKey(name))
+	// The token counter never expires: remove it when done (its key, as
+	// docs/PROTOCOL.md names it, is redisson_lock_token:{name}).
+	defer e.be.rdb.Del(context.WithoutCancel(ctx), "redisson_lock_token:{"+name+"}")
 	a, b := clients[0].FencedLock(name), clients[1].FencedLock(name)
 	store := new(storage)
 	res := fencedJSON{Scenario: "fenced", Backend: e.backendDesc(), Lease: seconds(d.lease)}
