@@ -2,7 +2,9 @@ package lockactor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -13,66 +15,132 @@ import (
 
 // The examples run on an in-process miniredis so that they are
 // self-contained; point redis.Options.Addr at a real server in production.
-func Example() {
-	mr, _ := miniredis.Run()
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
+//
+// README.md shows the body of most of them: each Go block in the README
+// names its example on its first line, and shows the example's body from
+// the line "// README from here." (or from the top when there is none) up
+// to its "// Output:" comment. The lines above the marker only build what a
+// real program already has (a Redis, a Client, a ctx). readme_test.go fails
+// when the two differ.
 
-	client, err := lockactor.New(rdb)
+// newExampleRedis starts an in-process Redis and returns its address.
+func newExampleRedis() (addr string, stop func()) {
+	mr, err := miniredis.Run()
 	if err != nil {
-		panic(err)
+		log.Fatal(err)
+	}
+	return mr.Addr(), mr.Close
+}
+
+// newExampleClient starts an in-process Redis and a Client on it, made as
+// Example shows.
+func newExampleClient(opts ...lockactor.Option) (*lockactor.Client, func()) {
+	addr, stopRedis := newExampleRedis()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	client, err := lockactor.New(rdb, opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return client, func() { client.Close(); rdb.Close(); stopRedis() }
+}
+
+// One Client per process over a go-redis client, and one Lock handle per
+// owner.
+func Example() {
+	addr, stop := newExampleRedis()
+	defer stop()
+	// README from here.
+	rdb := redis.NewClient(&redis.Options{Addr: addr}) // your Redis, e.g. "localhost:6379"
+	defer rdb.Close()
+	client, err := lockactor.New(rdb) // one per process; it shares rdb and never closes it
+	if err != nil {
+		log.Fatal(err)
 	}
 	defer client.Close()
 
 	ctx := context.Background()
-	lock := client.Lock("invoice:42") // one handle per goroutine
-	if err := lock.Lock(ctx); err != nil {
-		panic(err)
+	lock := client.Lock("invoice:42")      // a handle is one owner: one per goroutine
+	if err := lock.Lock(ctx); err != nil { // waits until acquired or ctx ends
+		log.Fatal(err)
 	}
-	fmt.Println("locked; the watchdog renews it until Unlock")
-	if err := lock.Unlock(ctx); err != nil {
-		panic(err)
-	}
-	// Output: locked; the watchdog renews it until Unlock
+	defer lock.Unlock(ctx)
+	fmt.Println("invoice 42 is ours; the watchdog renews the lease until Unlock")
+	// Output: invoice 42 is ours; the watchdog renews the lease until Unlock
 }
 
 func ExampleLock_TryLock() {
-	mr, _ := miniredis.Run()
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
-	client, _ := lockactor.New(rdb)
-	defer client.Close()
+	client, stop := newExampleClient()
+	defer stop()
 	ctx := context.Background()
-
+	// README from here.
 	first, second := client.Lock("report"), client.Lock("report")
-	ok, _ := first.TryLock(ctx)
+	ok, _ := first.TryLock(ctx, lockactor.WithLease(10*time.Second)) // one attempt; a fixed lease, no watchdog
 	fmt.Println("first:", ok)
-	ok, _ = second.TryLock(ctx) // one attempt; add lockactor.WithWait(d) to wait up to d
+	ok, _ = second.TryLock(ctx, lockactor.WithWait(50*time.Millisecond)) // waits up to 50ms
 	fmt.Println("second:", ok)
 	_ = first.Unlock(ctx)
+	ok, _ = second.TryLock(ctx)
+	fmt.Println("second, after first's Unlock:", ok)
+	_ = second.Unlock(ctx)
 	// Output:
 	// first: true
 	// second: false
+	// second, after first's Unlock: true
 }
 
-// newExampleClient starts an in-process Redis and a Client on it.
-func newExampleClient() (*lockactor.Client, func()) {
-	mr, _ := miniredis.Run()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	client, _ := lockactor.New(rdb)
-	return client, func() { client.Close(); rdb.Close(); mr.Close() }
+// Every error names its lock and matches a sentinel error (or the context's
+// error) with errors.Is.
+func ExampleLock_Unlock_notHeld() {
+	client, stop := newExampleClient()
+	defer stop()
+	ctx := context.Background()
+	// README from here.
+	mine, theirs := client.Lock("invoice:42"), client.Lock("invoice:42")
+	_ = theirs.Lock(ctx)
+	if err := mine.Unlock(ctx); errors.Is(err, lockactor.ErrNotHeld) { // mine never held it
+		fmt.Println(err)
+	}
+	_ = theirs.Unlock(ctx)
+	// Output: lock "invoice:42": lockactor: lock not held
+}
+
+// A holder watches Lost to stop work that relied on a lock found gone. The
+// watchdog notices at its next renewal: every third of the watchdog timeout,
+// here 300ms so that the example is quick (the default is 30s).
+func ExampleLock_Lost() {
+	client, stop := newExampleClient(lockactor.WithWatchdogTimeout(300 * time.Millisecond))
+	defer stop()
+	ctx := context.Background()
+	// README from here.
+	lock := client.Lock("nightly-report")
+	if err := lock.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// The lock disappears while held: here a ForceUnlock by someone else; in
+	// production a failover that lost it, or a holder paused past its lease.
+	_, _ = client.Lock("nightly-report").ForceUnlock(ctx)
+
+	select {
+	case <-lock.Lost(): // the next renewal found the hold gone
+		fmt.Println("lock lost: abandon the report")
+	case <-time.After(time.Minute): // the report's work
+		fmt.Println("report written")
+	}
+	err := lock.Unlock(ctx)
+	fmt.Println("unlock:", errors.Is(err, lockactor.ErrNotHeld))
+	// Output:
+	// lock lost: abandon the report
+	// unlock: true
 }
 
 // A storage service that remembers the highest token it has seen rejects a
 // write from a holder whose lease ran out while it was paused.
 func ExampleClient_FencedLock() {
-	client, done := newExampleClient()
-	defer done()
+	client, stop := newExampleClient()
+	defer stop()
 	ctx := context.Background()
-
-	highest := uint64(0)
+	// README from here.
+	highest := uint64(0) // kept by the storage service
 	write := func(token uint64) error {
 		if token < highest {
 			return fmt.Errorf("stale token %d < %d", token, highest)
@@ -95,11 +163,11 @@ func ExampleClient_FencedLock() {
 }
 
 func ExampleClient_ReadWriteLock() {
-	client, done := newExampleClient()
-	defer done()
+	client, stop := newExampleClient()
+	defer stop()
 	ctx := context.Background()
-
-	r1, r2 := client.ReadWriteLock("catalog"), client.ReadWriteLock("catalog")
+	// README from here.
+	r1, r2 := client.ReadWriteLock("catalog"), client.ReadWriteLock("catalog") // one per owner
 	w := client.ReadWriteLock("catalog")
 	_ = r1.ReadLock().Lock(ctx)
 	_ = r2.ReadLock().Lock(ctx) // readers share
@@ -116,16 +184,16 @@ func ExampleClient_ReadWriteLock() {
 }
 
 func ExampleClient_Semaphore() {
-	client, done := newExampleClient()
-	defer done()
+	client, stop := newExampleClient()
+	defer stop()
 	ctx := context.Background()
-
+	// README from here.
 	pool := client.Semaphore("db-connections")
 	_, _ = pool.TrySetPermits(ctx, 2) // only the first client to ask sets it
 	_ = pool.Acquire(ctx, 2)
 	ok, _ := pool.TryAcquire(ctx, 1, 10*time.Millisecond)
 	fmt.Println("third connection:", ok)
-	_ = pool.Release(ctx, 2)
+	_ = pool.Release(ctx, 2) // permits are not owned: any handle may release them
 	n, _ := pool.AvailablePermits(ctx)
 	fmt.Println("available:", n)
 	// Output:
@@ -134,10 +202,10 @@ func ExampleClient_Semaphore() {
 }
 
 func ExampleClient_FairLock() {
-	client, done := newExampleClient()
-	defer done()
+	client, stop := newExampleClient()
+	defer stop()
 	ctx := context.Background()
-
+	// README from here.
 	holder := client.FairLock("printer")
 	_ = holder.Lock(ctx)
 	order := make(chan string, 2)
@@ -153,4 +221,87 @@ func ExampleClient_FairLock() {
 	_ = holder.Unlock(ctx)
 	fmt.Println(<-order, <-order)
 	// Output: first second
+}
+
+// A MultiLock holds all of its locks or none.
+func ExampleNewMultiLock() {
+	client, stop := newExampleClient()
+	defer stop()
+	ctx := context.Background()
+	// README from here.
+	transfer := lockactor.NewMultiLock(client.Lock("account:1"), client.Lock("account:2"))
+	if err := transfer.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	other := lockactor.NewMultiLock(client.Lock("account:2"), client.Lock("account:3"))
+	ok, _ := other.TryLock(ctx) // account:2 is taken, so it takes neither
+	fmt.Println("second transfer while the first holds:", ok)
+	_ = transfer.Unlock(ctx)
+	ok, _ = other.TryLock(ctx)
+	fmt.Println("second transfer after Unlock:", ok)
+	_ = other.Unlock(ctx)
+	// Output:
+	// second transfer while the first holds: false
+	// second transfer after Unlock: true
+}
+
+// A RedLock holds a majority of independent masters: one Client per master.
+func ExampleNewRedLock() {
+	c1, stop1 := newExampleClient() // three independent Redis servers
+	defer stop1()
+	c2, stop2 := newExampleClient()
+	defer stop2()
+	c3, stop3 := newExampleClient()
+	defer stop3()
+	ctx := context.Background()
+	// README from here.
+	job := lockactor.NewRedLock(c1.Lock("job"), c2.Lock("job"), c3.Lock("job"))
+	if err := job.Lock(ctx); err != nil { // ErrNoQuorum without a majority
+		log.Fatal(err)
+	}
+	fmt.Println("held, with time left:", job.Validity() > 0) // lease minus acquisition time and drift
+	_ = job.Unlock(ctx)
+	// Output: held, with time left: true
+}
+
+// On Sentinel, pass go-redis's FailoverClient: holds and waiters follow the
+// master. New sends nothing to Redis, so this example runs without servers.
+func ExampleNew_sentinel() {
+	// README from here.
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    "locks",
+		SentinelAddrs: []string{"sentinel-1:26379", "sentinel-2:26379", "sentinel-3:26379"},
+	})
+	defer rdb.Close()
+	client, err := lockactor.New(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	fmt.Println("nothing sent yet: the first lock call asks the sentinels for the master")
+	// Output: nothing sent yet: the first lock call asks the sentinels for the master
+}
+
+// On a Redis Cluster, pass a ClusterClient. Here one in-process server plays
+// a Cluster that owns every slot.
+func ExampleNew_cluster() {
+	addr, stop := newExampleRedis()
+	defer stop()
+	seeds := []string{addr}
+	ctx := context.Background()
+	// README from here.
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
+	defer rdb.Close()
+	client, err := lockactor.New(rdb) // releases go out on SPUBLISH when every master has it
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	lock := client.Lock("{tenant:7}:orders") // every key it derives stays in {tenant:7}'s slot
+	if err := lock.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("locked on the slot's master")
+	_ = lock.Unlock(ctx)
+	// Output: locked on the slot's master
 }
