@@ -33,7 +33,8 @@ type Client struct {
 	nextHandle atomic.Int64
 	done       chan struct{} // closed by Close: every waiting call returns ErrClosed
 	closeOnce  sync.Once
-	cluster    bool // rdb is a Redis Cluster: names must keep their keys in one slot
+	cluster    bool     // rdb is a Redis Cluster: names must keep their keys in one slot
+	metrics    *metrics // OpenTelemetry instruments (WithMeterProvider)
 }
 
 // New starts the embedded runtime over one Redis deployment: a single server, a
@@ -78,6 +79,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		opts:    o,
 		done:    make(chan struct{}),
 		cluster: cluster,
+		metrics: newMetrics(o),
 	}
 	c.rt = actors.NewRuntime(rdb, actors.Config{
 		ClientID:     c.id,
@@ -86,10 +88,12 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		FairWait:     o.fairWait,
 		PubSubHealth: o.pubsubHealth,
 		Logger:       o.logger,
+		Observer:     c.metrics,
 
 		Sharding:    sharding,
 		ReplicaSync: redisio.SyncPolicy{Replicas: o.syncReplicas, Timeout: o.syncTimeout},
 	})
+	c.metrics.watch(c.rt, o.logger)
 	return c, nil
 }
 
@@ -118,6 +122,7 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
 		c.rt.Close()
+		c.metrics.unwatch()
 	})
 	return nil
 }

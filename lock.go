@@ -33,7 +33,8 @@ type Lock struct {
 
 	mu    sync.Mutex
 	lost  chan struct{}
-	token uint64 // fencing token of the current hold; 0 when not held
+	token uint64    // fencing token of the current hold; 0 when not held
+	since time.Time // when the current hold was granted from zero holds (lockactor.hold.duration)
 }
 
 // Name is the lock's name, the Redis key of its hash.
@@ -98,9 +99,18 @@ func (l *Lock) check(ctx context.Context) error {
 }
 
 // acquire asks the lock's actor for one hold and waits for its answer, ctx,
-// the wait bound (expired) or Close. A grant that raced a cancelled ctx is
-// given back; one that raced the wait bound is kept.
+// the wait bound (expired) or Close, and records the call in the metrics.
+// A grant that raced a cancelled ctx is given back; one that raced the wait
+// bound is kept.
 func (l *Lock) acquire(ctx context.Context, o lockOptions, tryOnly bool, expired <-chan time.Time) (bool, error) {
+	start := time.Now()
+	ok, err := l.ask(ctx, o, tryOnly, expired)
+	l.c.metrics.acquisition(ctx, l.callKind(), l.name, start, ok, err)
+	return ok, err
+}
+
+// ask is acquire without the metrics.
+func (l *Lock) ask(ctx context.Context, o lockOptions, tryOnly bool, expired <-chan time.Time) (bool, error) {
 	m := &messages.Acquire{Owner: l.owner, Mode: l.mode, Lease: o.lease, Wait: o.wait, TryOnly: tryOnly, Req: messages.NewRequest()}
 	res, err := l.c.await(ctx, l.key, m, expired, func() {
 		_ = l.c.rt.Send(l.key, &messages.Release{Owner: l.owner, Mode: l.mode})
@@ -114,6 +124,9 @@ func (l *Lock) acquire(ctx context.Context, o lockOptions, tryOnly bool, expired
 		return false, invalid(l.name, "read-to-write upgrade: this owner holds read holds, and the write lock would wait for itself")
 	case res.Granted:
 		l.mu.Lock()
+		if res.Lost != l.lost { // a fresh Lost channel: a hold from zero
+			l.since = time.Now()
+		}
 		l.lost, l.token = res.Lost, res.Token
 		l.mu.Unlock()
 		return true, nil
@@ -135,6 +148,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
+	called := time.Now()
 	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }
 	res, err := awaitRelease(ctx, send, l.c.done, &messages.Release{Owner: l.owner, Mode: l.mode})
 	switch {
@@ -147,10 +161,28 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	if res.Gone {
 		l.mu.Lock()
-		l.token = 0
+		since := l.since
+		l.token, l.since = 0, time.Time{}
 		l.mu.Unlock()
+		l.c.metrics.held(ctx, l.callKind(), l.name, since, called)
 	}
 	return nil
+}
+
+// callKind is the handle's kind attribute in the metrics.
+func (l *Lock) callKind() callKind {
+	switch l.key.Kind {
+	case actors.KindFair:
+		return callFair
+	case actors.KindFenced:
+		return callFenced
+	case actors.KindRW:
+		if l.mode == messages.Write {
+			return callWrite
+		}
+		return callRead
+	}
+	return callLock
 }
 
 // Lost is closed when this handle held the lock and the runtime found it gone

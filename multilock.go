@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,11 +30,31 @@ type group struct {
 	err   error  // a construction error, returned by every call
 	key   actors.Key
 	g     actors.Group
+	kind  callKind   // callMultiLock or callRedLock, in the metrics
+	since *heldSince // when the current hold was granted (lockactor.hold.duration)
+}
+
+// heldSince is when a group's current hold was granted; zero when none.
+type heldSince struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+// swap stores t and returns what was stored.
+func (h *heldSince) swap(t time.Time) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.at
+	h.at = t
+	return old
 }
 
 func newGroup(kind string, locks []*Lock, redlock bool) group {
 	names := make([]string, len(locks))
-	gr := group{locks: locks}
+	gr := group{locks: locks, kind: callMultiLock, since: new(heldSince)}
+	if redlock {
+		gr.kind = callRedLock
+	}
 	for i, l := range locks {
 		if l == nil {
 			gr.err = fmt.Errorf("%w: %s member %d is nil", ErrInvalidArgument, kind, i)
@@ -88,11 +109,22 @@ func (gr *group) check(ctx context.Context) error {
 
 // acquire runs rounds on the coordinator until the group is held, the wait
 // bound (TryLock only) or ctx ends, or errors alone make the quorum
-// impossible.
+// impossible; the call is recorded in the home Client's metrics.
 func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (bool, error) {
 	if err := gr.check(ctx); err != nil {
 		return false, err
 	}
+	start := time.Now()
+	ok, err := gr.ask(ctx, opts, tryOnly)
+	gr.home().metrics.acquisition(ctx, gr.kind, gr.name, start, ok, err)
+	if ok {
+		gr.since.swap(time.Now())
+	}
+	return ok, err
+}
+
+// ask is acquire without the checks and the metrics.
+func (gr *group) ask(ctx context.Context, opts []LockOption, tryOnly bool) (bool, error) {
 	o, err := lockOptionsOf(gr.name, opts)
 	if err != nil {
 		return false, err
@@ -144,7 +176,11 @@ func (gr *group) Unlock(ctx context.Context) error {
 	if err := gr.check(ctx); err != nil {
 		return err
 	}
+	called := time.Now()
 	res, err := awaitRelease(ctx, gr.send, gr.home().done, &messages.Release{})
+	if err == nil && !res.NotHeld {
+		gr.home().metrics.held(ctx, gr.kind, gr.name, gr.since.swap(time.Time{}), called)
+	}
 	switch {
 	case err != nil:
 		return nameError(gr.name, err)

@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Option configures a Client in New.
@@ -20,6 +22,9 @@ type options struct {
 	syncTimeout  time.Duration // WithReplicaSync
 
 	pubsubHealth time.Duration
+
+	meterProvider metric.MeterProvider // nil: otel.GetMeterProvider() at New
+	metricNames   bool                 // WithMetricsLockNames
 }
 
 func defaultOptions() options {
@@ -108,6 +113,29 @@ func WithShardedPubSub(on bool) Option {
 // (at debug). timeout <= 0 with sync on makes New fail.
 func WithReplicaSync(replicas int, timeout time.Duration) Option {
 	return func(o *options) { o.syncReplicas, o.syncTimeout = replicas, timeout }
+}
+
+// WithMeterProvider sends OpenTelemetry metrics to mp; default: the global
+// provider (a no-op unless the service installed one). The instruments, all
+// named lockactor.*, are created once per Client; see WithMetricsLockNames
+// for the lock name as an attribute. A nil mp keeps the default.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) {
+		if mp != nil {
+			o.meterProvider = mp
+		}
+	}
+}
+
+// WithMetricsLockNames adds the lock's name to every metric as the
+// attribute lock.name when on. Default off: each distinct name becomes its
+// own time series in every lockactor.* metric, so cardinality grows with
+// the number of names used (unbounded for names built from IDs), and with
+// it the memory of the SDK and the cost of the backend. Turn it on only for
+// a small, fixed set of names. With it on, each measurement also allocates
+// its attribute set.
+func WithMetricsLockNames(on bool) Option {
+	return func(o *options) { o.metricNames = on }
 }
 
 // LockOption configures one acquisition.

@@ -156,10 +156,20 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	return s.acquire(ctx, n, false, t.C)
 }
 
+// acquire takes n permits, and records the call in the metrics (a call
+// refused by check is not recorded: nothing was attempted).
 func (s *Semaphore) acquire(ctx context.Context, n int, tryOnly bool, expired <-chan time.Time) (bool, error) {
 	if err := s.check(ctx, n, 1); err != nil {
 		return false, err
 	}
+	start := time.Now()
+	ok, err := s.ask(ctx, n, tryOnly, expired)
+	s.c.metrics.acquisition(ctx, callSemaphore, s.name, start, ok, err)
+	return ok, err
+}
+
+// ask is acquire without the checks and the metrics.
+func (s *Semaphore) ask(ctx context.Context, n int, tryOnly bool, expired <-chan time.Time) (bool, error) {
 	m := &messages.Acquire{Permits: n, TryOnly: tryOnly, Req: messages.NewRequest()}
 	res, err := s.c.await(ctx, s.key, m, expired, func() {
 		// The permits were taken as ctx ended: the actor gives them back.

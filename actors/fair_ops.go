@@ -12,6 +12,7 @@ import (
 // try sends fair_lock.lua for m, on behalf of queued waiter w (nil for a
 // direct attempt).
 func (a *fairActor) try(m *messages.Acquire, w *fairWaiter) {
+	a.publishWaiters()
 	r := &fairAttempt{a: a, m: m, w: w, sent: time.Now(), lease: a.leaseOf(m.Lease), qw: a.rt.cfg.FairWait}
 	if w != nil {
 		r.qw, r.news = w.w, w.news
@@ -50,6 +51,7 @@ func (r *fairAttempt) notRun() {
 // attempted applies fair_lock.lua's reply.
 func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 	m, w, sent := at.m, at.w, at.sent
+	defer a.publishWaiters()
 	ok, wait, err := r.Acquire()
 	switch {
 	case err != nil:
@@ -59,7 +61,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 		// lockActor.attempted): give it back; the owner is out of the
 		// Redis queue now, so it queues again.
 		k := holdKey{m.Owner, messages.Exclusive}
-		a.granted(k, sent, m.Lease, 0)
+		a.granted(&a.base, k, sent, m.Lease, 0)
 		a.owe(&a.owed, k, nil)
 		if m.TryOnly && r.Unsynced {
 			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
@@ -113,6 +115,7 @@ func (w *fairWaiter) retryIn(wait time.Duration) {
 // attemptFailed answers the calls the attempt was for with err; a queued
 // owner is then forgotten, and cancelled in Redis.
 func (a *fairActor) attemptFailed(m *messages.Acquire, w *fairWaiter, err error) {
+	a.redisError(OpAcquire, err)
 	m.Req.Answer(messages.Result{Err: err})
 	if w == nil {
 		return
@@ -121,12 +124,19 @@ func (a *fairActor) attemptFailed(m *messages.Acquire, w *fairWaiter, err error)
 		r.Req.Answer(messages.Result{Err: err})
 	}
 	a.forget(w)
+	a.publishWaiters()
 }
+
+// publishWaiters publishes the number of owners queued here for Census. A
+// fair lock's queue changes where no script is sent (a waiter that joins or
+// withdraws), so it is published as the actor sends scripts and applies
+// their replies: the count lags by at most one script.
+func (a *fairActor) publishWaiters() { a.entry.waiters.Store(int64(len(a.waiting))) }
 
 // grant records a hold and tells the caller; a hold nobody took goes back.
 func (a *fairActor) grant(m *messages.Acquire, sent time.Time) {
 	k := holdKey{m.Owner, messages.Exclusive}
-	h := a.granted(k, sent, m.Lease, 0)
+	h := a.granted(&a.base, k, sent, m.Lease, 0)
 	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost}) {
 		a.owe(&a.owed, k, nil)
 		return
@@ -164,12 +174,18 @@ func (r *fairRelease) run(op redisio.Op) redisio.Reply {
 }
 
 func (r *fairRelease) apply(rep redisio.Reply) { r.a.released(r.o, rep) }
-func (r *fairRelease) fail(err error)          { r.o.answer(messages.ReleaseResult{Err: err}) }
 func (r *fairRelease) notRun()                 { r.a.retryOwed(&r.a.owed, r.o) }
 
+func (r *fairRelease) fail(err error) {
+	r.a.redisError(OpRelease, err)
+	r.o.answer(messages.ReleaseResult{Err: err})
+}
+
 func (a *fairActor) released(o *owed, r redisio.Reply) {
+	a.publishWaiters()
 	res, err := r.Unlock()
 	if err != nil {
+		a.redisError(OpRelease, err)
 		o.answer(messages.ReleaseResult{Err: err})
 		a.retryOwed(&a.owed, o)
 		return
@@ -193,6 +209,7 @@ func (a *fairActor) runCancel(now time.Time) bool {
 		}
 		a.cancels = append(a.cancels[:i], a.cancels[i+1:]...)
 		a.cancelling++
+		a.publishWaiters()
 		b := &a.base
 		a.rt.io.FairCancelThen(a.rt.ctx, a.key.Name, c.owner, c.w, time.Now(), func(_ bool, err error) {
 			b.post(&cancelled{c: c, err: err})
@@ -212,6 +229,7 @@ type cancelled struct {
 // backoff.
 func (a *fairActor) cancelled(m *cancelled) {
 	a.cancelling--
+	a.redisError(OpCancel, m.err)
 	if m.err == nil {
 		return
 	}

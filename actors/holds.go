@@ -23,6 +23,7 @@ type hold struct {
 	renewing  bool          // a renewal is in flight
 	lost      chan struct{} // closed when the hold is found gone
 	loseOnce  sync.Once
+	at        *base // the actor: whom the loss is reported for
 	// deadline closes lost when a watchdog hold's lease would run out with no
 	// renewal confirmed, even while the actor is stuck on a hung server.
 	deadline *time.Timer
@@ -33,8 +34,15 @@ func (h *hold) expired(now time.Time) bool {
 	return h.lease > 0 && now.Sub(h.confirmed) >= h.lease
 }
 
-// lose closes the Lost channel once; the deadline timer may race the actor.
-func (h *hold) lose() { h.loseOnce.Do(func() { close(h.lost) }) }
+// lose reports the loss and closes the Lost channel, once (reported
+// first, so whoever sees Lost closed sees it counted); the deadline timer
+// may race the actor.
+func (h *hold) lose() {
+	h.loseOnce.Do(func() {
+		h.at.rt.cfg.Observer.Lost(h.at.key)
+		close(h.lost)
+	})
+}
 
 // isLost reports whether the Lost channel is closed.
 func (h *hold) isLost() bool {
@@ -78,18 +86,20 @@ type holdBook struct {
 	timer    *time.Timer
 	armed    bool
 	watchdog time.Duration
+	at       *base // the actor, set by its first grant: whom events are reported for
 }
 
 func newHoldBook(watchdog time.Duration) holdBook {
 	return holdBook{holds: make(map[holdKey]*hold), watchdog: watchdog}
 }
 
-// granted records one more hold for k taken at sent with lease (0: watchdog);
-// a grant from zero holds gets a fresh Lost channel.
-func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, token uint64) *hold {
+// granted records one more hold for k taken at sent with lease (0: watchdog)
+// by b's actor; a grant from zero holds gets a fresh Lost channel.
+func (hb *holdBook) granted(b *base, k holdKey, sent time.Time, lease time.Duration, token uint64) *hold {
 	h := hb.holds[k]
 	if h == nil || h.expired(sent) || h.isLost() {
-		h = &hold{lost: make(chan struct{}), token: token}
+		hb.at = b
+		h = &hold{lost: make(chan struct{}), token: token, at: b}
 		hb.holds[k] = h
 	}
 	h.count++
@@ -246,18 +256,32 @@ func (hb *holdBook) renewed(b *base, m *renewed) (lost bool) {
 	if hb.holds[m.k] != h || h.lease > 0 {
 		return false // released, lost or given a fixed lease meanwhile
 	}
+	obs := b.rt.cfg.Observer
+	b.redisError(OpRenew, m.err)
 	switch {
 	case m.err == nil && m.ok && !h.isLost():
+		obs.Renewed(b.key, RenewOK)
 		h.confirm(m.sent, hb.watchdog)
 	case m.err == nil || time.Since(h.confirmed) >= hb.watchdog:
+		obs.Renewed(b.key, renewOutcome(m.err))
 		b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", m.k.owner, "err", m.err)
 		hb.drop(m.k, h, true)
 		return true
 	default:
+		obs.Renewed(b.key, RenewError)
 		b.rt.cfg.Logger.Debug("lockactor: renewal failed, retrying", "lock", b.key.Name, "err", m.err)
 		hb.soon(b, min(hb.watchdog/10, hb.watchdog-time.Since(h.confirmed)))
 	}
 	return false
+}
+
+// renewOutcome classifies a renewal that lost its hold: the hold was gone,
+// or Redis failed until the lease ran out.
+func renewOutcome(err error) RenewOutcome {
+	if err != nil {
+		return RenewError
+	}
+	return RenewGone
 }
 
 // soon brings the watchdog's next tick forward to d from now.
@@ -295,6 +319,17 @@ type extended struct {
 // answers it. It reports whether the hold was found gone (and is now lost).
 func (hb *holdBook) extended(m *extended) (lost bool) {
 	k := holdKey{m.m.Owner, m.m.Mode}
+	if b := hb.at; b != nil { // set by the grant being renewed
+		b.redisError(OpRenew, m.err)
+		switch {
+		case m.err != nil:
+			b.rt.cfg.Observer.Renewed(b.key, RenewError)
+		case m.ok:
+			b.rt.cfg.Observer.Renewed(b.key, RenewOK)
+		default:
+			b.rt.cfg.Observer.Renewed(b.key, RenewGone)
+		}
+	}
 	if h := hb.holds[k]; h != nil && m.err == nil {
 		if m.ok {
 			h.lease = m.m.Lease

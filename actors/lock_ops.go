@@ -13,6 +13,7 @@ import (
 // try sends m's acquire script; queued says m waits in the queue (else it is
 // a direct attempt).
 func (a *lockActor) try(m *messages.Acquire, queued bool) {
+	a.waiters.attach(&a.entry.waiters)
 	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, yielded: queued && a.yielding,
 		sent: time.Now(), lease: a.leaseOf(m.Lease), news: a.news}
 	if queued {
@@ -55,6 +56,7 @@ func (r *lockAttempt) notRun() {
 // attempted applies an acquire script's reply.
 func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 	m, queued, sent := at.m, at.queued, at.sent
+	a.waiters.attach(&a.entry.waiters)
 	res, err := a.scheme.read(m, r)
 	switch {
 	case err != nil:
@@ -111,6 +113,7 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 // the queue's behalf: every waiter gets the error rather than sleeping on a
 // Redis that does not answer.
 func (a *lockActor) attemptFailed(m *messages.Acquire, queued bool, err error) {
+	a.redisError(OpAcquire, err)
 	m.Req.Answer(messages.Result{Err: err})
 	if queued {
 		a.waiters.remove(m.Req)
@@ -130,7 +133,7 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 // already gone (or was told of an error), the hold goes straight back.
 func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
-	h := a.granted(k, sent, m.Lease, token)
+	h := a.granted(&a.base, k, sent, m.Lease, token)
 	// Until this hold ends, other waiters would be refused (readers still
 	// share a read hold).
 	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
@@ -148,7 +151,7 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 // at once; the lock may be free again, so the last verdict no longer holds.
 func (a *lockActor) takeBack(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
-	a.granted(k, sent, m.Lease, token)
+	a.granted(&a.base, k, sent, m.Lease, token)
 	a.owe(k, nil)
 	a.forgetVerdict()
 }
@@ -196,8 +199,12 @@ func (r *lockRelease) run(op redisio.Op) redisio.Reply {
 }
 
 func (r *lockRelease) apply(rep redisio.Reply) { r.a.released(r.o, r.head, r.sent, rep) }
-func (r *lockRelease) fail(err error)          { r.o.answer(messages.ReleaseResult{Err: err}) }
 func (r *lockRelease) notRun()                 { r.a.retryOwed(r.o) }
+
+func (r *lockRelease) fail(err error) {
+	r.a.redisError(OpRelease, err)
+	r.o.answer(messages.ReleaseResult{Err: err})
+}
 
 // handoffTarget is the waiter o's release may hand the lock to in the same
 // script, or nil: only an owner's last exclusive hold, to another owner's
@@ -222,8 +229,10 @@ func (a *lockActor) handoffTarget(o *owed) *messages.Acquire {
 
 // released applies a release script's reply.
 func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r redisio.Reply) {
+	a.waiters.attach(&a.entry.waiters)
 	res, err := r.Unlock()
 	if err != nil {
+		a.redisError(OpRelease, err)
 		o.answer(messages.ReleaseResult{Err: err})
 		a.retryOwed(o)
 		return
@@ -252,6 +261,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 			return
 		}
 		a.waiters.remove(head.Req)
+		a.rt.cfg.Observer.HandedOff(a.key)
 		a.grant(head, sent, 0)
 	case redisio.Released, redisio.Left:
 		if res == redisio.Released && a.subID != 0 {

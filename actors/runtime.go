@@ -49,6 +49,7 @@ type Config struct {
 	Sharding         redisio.Sharding   // SPUBLISH/SSUBSCRIBE (Redis Cluster 7+) or PUBLISH/SUBSCRIBE
 	ReplicaSync      redisio.SyncPolicy // WAIT after each change; a grant too few replicas confirmed is undone
 	Logger           *slog.Logger
+	Observer         Observer // hears renewals, lost holds, hand-offs, Redis errors; nil: NopObserver
 }
 
 // Runtime is the actor system of one Client and the registry of its lock
@@ -93,6 +94,9 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	}
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = time.Second
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
 	}
 	log := cfg.Logger
 	system := actor.NewActorSystem(
@@ -169,6 +173,9 @@ func (rt *Runtime) send(key Key, produce func(*entry) actor.Actor, msg any) erro
 type entry struct {
 	pid  *actor.PID
 	refs atomic.Int64
+	// waiters is the number of callers queued in the actor, published by
+	// it for Census.
+	waiters atomic.Int64
 }
 
 const retired = -1 << 40

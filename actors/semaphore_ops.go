@@ -11,6 +11,7 @@ import (
 
 // try sends the acquire script for m (queued: the head of the queue).
 func (a *semaphoreActor) try(m *messages.Acquire, queued bool) {
+	a.waiters.attach(&a.entry.waiters)
 	a.ledger.send(&semAttempt{a: a, m: m, queued: queued, news: a.news})
 }
 
@@ -39,6 +40,7 @@ func (r *semAttempt) notRun() {
 
 func (a *semaphoreActor) attempted(at *semAttempt, r redisio.Reply) {
 	m, queued := at.m, at.queued
+	a.waiters.attach(&a.entry.waiters)
 	n, err := r.Int()
 	switch {
 	case err != nil:
@@ -66,6 +68,7 @@ func (a *semaphoreActor) attempted(at *semAttempt, r redisio.Reply) {
 }
 
 func (a *semaphoreActor) attemptFailed(m *messages.Acquire, queued bool, err error) {
+	a.redisError(OpAcquire, err)
 	m.Req.Answer(messages.Result{Err: err})
 	if queued {
 		a.waiters.remove(m.Req)
@@ -99,6 +102,7 @@ func (r *semGiveBack) run(op redisio.Op) redisio.Reply {
 
 func (r *semGiveBack) apply(rep redisio.Reply) {
 	if _, err := rep.Int(); err != nil {
+		r.a.redisError(OpRelease, err)
 		r.o.answer(messages.ReleaseResult{Err: err})
 		r.notRun()
 		return
@@ -107,7 +111,10 @@ func (r *semGiveBack) apply(rep redisio.Reply) {
 	r.a.verdict = semVerdict{} // more permits: the head may fit now
 }
 
-func (r *semGiveBack) fail(err error) { r.o.answer(messages.ReleaseResult{Err: err}) }
+func (r *semGiveBack) fail(err error) {
+	r.a.redisError(OpRelease, err)
+	r.o.answer(messages.ReleaseResult{Err: err})
+}
 
 // notRun retries later, backing off.
 func (r *semGiveBack) notRun() {
@@ -140,11 +147,16 @@ func (r *semAdjust) run(op redisio.Op) redisio.Reply {
 
 func (r *semAdjust) apply(rep redisio.Reply) {
 	n, err := rep.Int()
+	r.a.redisError(OpAdjust, err)
 	answerAdjust(r.m, messages.AdjustResult{Set: r.m.SetOnly && n == 1, Err: err})
 	if err == nil {
 		r.a.verdict = semVerdict{}
 	}
 }
 
-func (r *semAdjust) fail(err error) { answerAdjust(r.m, messages.AdjustResult{Err: err}) }
-func (r *semAdjust) notRun()        { answerAdjust(r.m, messages.AdjustResult{Err: errNotApplied}) }
+func (r *semAdjust) notRun() { answerAdjust(r.m, messages.AdjustResult{Err: errNotApplied}) }
+
+func (r *semAdjust) fail(err error) {
+	r.a.redisError(OpAdjust, err)
+	answerAdjust(r.m, messages.AdjustResult{Err: err})
+}

@@ -22,6 +22,8 @@ var contentionCommand = command{
 		"loops for --duration: pick a name, Lock, hold for --hold, Unlock. Every\n" +
 		"critical section is logged with its start, end and owner, and the logs are\n" +
 		"checked for overlaps at the end: the verdict is measured, not assumed.\n" +
+		"The summary ends with a few of the Clients' OpenTelemetry metrics, read\n" +
+		"in-process (WithMeterProvider and the SDK's manual reader).\n" +
 		"Progress goes to stderr, the summary to stdout.",
 	common:   flagRedis | flagDuration | flagSeed | flagTimeline,
 	duration: 5 * time.Second,
@@ -97,7 +99,9 @@ type worker struct {
 // run runs the scenario and prints its summary. It fails when a lock call
 // failed or mutual exclusion was violated.
 func (c *contention) run(ctx context.Context, e *env) error {
-	clients, err := newClients(e.be.rdb, c.procs)
+	dm := newDemoMetrics()
+	defer dm.close()
+	clients, err := newClients(e.be.rdb, c.procs, dm.option())
 	if err != nil {
 		return err
 	}
@@ -126,6 +130,7 @@ func (c *contention) run(ctx context.Context, e *env) error {
 	wg.Wait()
 	elapsed := time.Since(a.epoch)
 	stopProgress()
+	snap := dm.collect(ctx)
 
 	res := collect(workers, names, a, elapsed)
 	res.commands = e.be.commands.n.Load() - cmds0
@@ -133,8 +138,11 @@ func (c *contention) run(ctx context.Context, e *env) error {
 	if err := e.saveTimeline(res.timeline(c, workers, names)); err != nil {
 		return err
 	}
-	if err := e.result(res.jsonResult(c, e), func(w io.Writer) { res.print(w, c, e) }); err != nil {
+	if err := e.result(res.jsonResult(c, e), func(w io.Writer) { res.print(w, c, e); snap.print(w) }); err != nil {
 		return err
+	}
+	if e.opts.json {
+		snap.print(e.stderr) // stdout holds one JSON object
 	}
 	switch {
 	case a.failure != nil:
