@@ -9,9 +9,10 @@ import (
 	"github.com/lockactor/lockactor/redisio"
 )
 
-// The calls in this file read or delete the lock directly through redisio:
-// they change no actor state, so they skip the actor. Each honours its ctx
-// even on a hung server (see guarded).
+// The calls in this file read the lock directly through redisio: they
+// change no actor state, so they skip the actor (ForceUnlock, in lock.go,
+// goes the same way). Each honours its ctx even on a hung server (see
+// guarded).
 
 // query validates the call and runs fn under ctx's deadline (see guarded).
 func query[T any](ctx context.Context, l *Lock, fn func(context.Context, *redisio.Conn) (T, error)) (T, error) {
@@ -36,22 +37,6 @@ func (l *Lock) field() string {
 		return redisio.WriteField(l.owner)
 	}
 	return l.owner
-}
-
-// ForceUnlock deletes the lock whoever holds it and wakes its waiters; true if
-// it was locked. For a ReadWriteLock view it deletes the lock only while it is
-// held in that view's mode. The holder finds out at its next renewal (Lost
-// closes). If ctx ends first, the lock may or may not have been deleted.
-func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
-		switch l.key.Kind {
-		case actors.KindFair:
-			return io.FairForceUnlock(ctx, l.name, time.Now())
-		case actors.KindRW:
-			return io.RWForceUnlock(ctx, l.name, l.rwMode())
-		}
-		return io.ForceUnlock(ctx, l.name)
-	})
 }
 
 // IsLocked reports whether anyone holds the lock; for a ReadWriteLock view,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockactor/lockactor/actors"
 	"github.com/lockactor/lockactor/messages"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // Locker is implemented by *Lock, *MultiLock and *RedLock.
@@ -213,4 +214,20 @@ func (l *Lock) Token() uint64 {
 		}
 	}
 	return l.token
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes its waiters; true if
+// it was locked. For a ReadWriteLock view it deletes the lock only while it is
+// held in that view's mode. The holder finds out at its next renewal (Lost
+// closes). If ctx ends first, the lock may or may not have been deleted.
+func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
+		switch l.key.Kind {
+		case actors.KindFair:
+			return io.FairForceUnlock(ctx, l.name, time.Now())
+		case actors.KindRW:
+			return io.RWForceUnlock(ctx, l.name, l.rwMode())
+		}
+		return io.ForceUnlock(ctx, l.name)
+	})
 }
