@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/lockactor/lockactor"
 )
@@ -18,6 +19,8 @@ var (
 	_ func(*lockactor.Client) string                                              = (*lockactor.Client).ID
 	_ func(time.Duration) lockactor.Option                                        = lockactor.WithWatchdogTimeout
 	_ func(*slog.Logger) lockactor.Option                                         = lockactor.WithLogger
+	_ func(int, time.Duration) lockactor.Option                                   = lockactor.WithReplicaSync
+	_ func(metric.MeterProvider) lockactor.Option                                 = lockactor.WithMeterProvider
 
 	_ func(*lockactor.Client, string) *lockactor.Lock          = (*lockactor.Client).Lock
 	_ func(*lockactor.Client, string) *lockactor.Lock          = (*lockactor.Client).FairLock
@@ -58,5 +61,5 @@ var (
 	_ func(...*lockactor.Lock) *lockactor.RedLock   = lockactor.NewRedLock
 	_ func(*lockactor.RedLock) time.Duration        = (*lockactor.RedLock).Validity
 
-	_ = []error{lockactor.ErrNotHeld, lockactor.ErrClosed, lockactor.ErrInvalidArgument, lockactor.ErrNoQuorum}
+	_ = []error{lockactor.ErrNotHeld, lockactor.ErrClosed, lockactor.ErrInvalidArgument, lockactor.ErrNoQuorum, lockactor.ErrNotReplicated}
 )
