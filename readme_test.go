@@ -58,7 +58,9 @@ type readmeBlock struct {
 	end   int // index of the closing fence
 }
 
-func TestReadmeMatchesExamples(t *testing.T) {
+// loadReadme reads README.md and the package's Examples.
+func loadReadme(t *testing.T) ([]byte, map[string]readmeExample) {
+	t.Helper()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +69,11 @@ func TestReadmeMatchesExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readme, examples
+}
+
+func TestReadmeMatchesExamples(t *testing.T) {
+	readme, examples := loadReadme(t)
 	if os.Getenv(readmeUpdate) == "1" {
 		updated := readmeWithExamples(string(readme), examples)
 		if updated != string(readme) {
@@ -88,14 +95,7 @@ func TestReadmeMatchesExamples(t *testing.T) {
 // TestReadmeDriftIsCaught checks the checker: each kind of drift in a copy of
 // README.md is reported, naming the Example or the line.
 func TestReadmeDriftIsCaught(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples, err := readmeExamples(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme, examples := loadReadme(t)
 	text := string(readme)
 	blocks := readmeGoBlocks(text)
 	if len(blocks) == 0 {
