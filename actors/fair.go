@@ -252,6 +252,7 @@ func (a *fairActor) settle() {
 	}
 	a.wakeAt(next.at)
 	a.phase = a.currentPhase()
+	a.entry.waiters.Store(int64(len(a.waiting))) // for Runtime.Census
 }
 
 func (a *fairActor) currentPhase() phase {

@@ -12,7 +12,6 @@ import (
 // try sends fair_lock.lua for m, on behalf of queued waiter w (nil for a
 // direct attempt).
 func (a *fairActor) try(m *messages.Acquire, w *fairWaiter) {
-	a.publishWaiters()
 	r := &fairAttempt{a: a, m: m, w: w, sent: time.Now(), lease: a.leaseOf(m.Lease), qw: a.rt.cfg.FairWait}
 	if w != nil {
 		r.qw, r.news = w.w, w.news
@@ -51,7 +50,6 @@ func (r *fairAttempt) notRun() {
 // attempted applies fair_lock.lua's reply.
 func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 	m, w, sent := at.m, at.w, at.sent
-	defer a.publishWaiters()
 	ok, wait, err := r.Acquire()
 	switch {
 	case err != nil:
@@ -124,14 +122,7 @@ func (a *fairActor) attemptFailed(m *messages.Acquire, w *fairWaiter, err error)
 		r.Req.Answer(messages.Result{Err: err})
 	}
 	a.forget(w)
-	a.publishWaiters()
 }
-
-// publishWaiters publishes the number of owners queued here for Census. A
-// fair lock's queue changes where no script is sent (a waiter that joins or
-// withdraws), so it is published as the actor sends scripts and applies
-// their replies: the count lags by at most one script.
-func (a *fairActor) publishWaiters() { a.entry.waiters.Store(int64(len(a.waiting))) }
 
 // grant records a hold and tells the caller; a hold nobody took goes back.
 func (a *fairActor) grant(m *messages.Acquire, sent time.Time) {
@@ -182,7 +173,6 @@ func (r *fairRelease) fail(err error) {
 }
 
 func (a *fairActor) released(o *owed, r redisio.Reply) {
-	a.publishWaiters()
 	res, err := r.Unlock()
 	if err != nil {
 		a.redisError(OpRelease, err)
@@ -209,7 +199,6 @@ func (a *fairActor) runCancel(now time.Time) bool {
 		}
 		a.cancels = append(a.cancels[:i], a.cancels[i+1:]...)
 		a.cancelling++
-		a.publishWaiters()
 		b := &a.base
 		a.rt.io.FairCancelThen(a.rt.ctx, a.key.Name, c.owner, c.w, time.Now(), func(_ bool, err error) {
 			b.post(&cancelled{c: c, err: err})

@@ -318,6 +318,7 @@ func (a *lockActor) settle() {
 	}
 	a.wakeAt(next.at)
 	a.phase = a.currentPhase()
+	a.entry.waiters.Store(int64(a.waiters.len())) // for Runtime.Census
 }
 
 func (a *lockActor) currentPhase() phase {

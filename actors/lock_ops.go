@@ -13,7 +13,6 @@ import (
 // try sends m's acquire script; queued says m waits in the queue (else it is
 // a direct attempt).
 func (a *lockActor) try(m *messages.Acquire, queued bool) {
-	a.waiters.attach(&a.entry.waiters)
 	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, yielded: queued && a.yielding,
 		sent: time.Now(), lease: a.leaseOf(m.Lease), news: a.news}
 	if queued {
@@ -56,7 +55,6 @@ func (r *lockAttempt) notRun() {
 // attempted applies an acquire script's reply.
 func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 	m, queued, sent := at.m, at.queued, at.sent
-	a.waiters.attach(&a.entry.waiters)
 	res, err := a.scheme.read(m, r)
 	switch {
 	case err != nil:
@@ -229,7 +227,6 @@ func (a *lockActor) handoffTarget(o *owed) *messages.Acquire {
 
 // released applies a release script's reply.
 func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r redisio.Reply) {
-	a.waiters.attach(&a.entry.waiters)
 	res, err := r.Unlock()
 	if err != nil {
 		a.redisError(OpRelease, err)

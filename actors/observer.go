@@ -85,9 +85,8 @@ func (b *base) redisError(op RedisOp, err error) {
 
 // Census calls fn for every lock actor registered now (retiring ones
 // excluded) with the number of callers queued in it: for a fair lock, the
-// owners it keeps queued in Redis. The counts are published by the actors
-// as their queues change (a fair lock's when it next sends a script), so
-// they may lag by a moment.
+// owners it keeps queued in Redis. Each actor publishes its count at the
+// end of every message it handles.
 func (rt *Runtime) Census(fn func(key Key, waiters int64)) {
 	rt.locks.Range(func(k, v any) bool {
 		fn(k.(Key), v.(*entry).waiters.Load())

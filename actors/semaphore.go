@@ -160,6 +160,7 @@ func (a *semaphoreActor) settle() {
 	}
 	a.wakeAt(next.at)
 	a.phase = a.currentPhase()
+	a.entry.waiters.Store(int64(a.waiters.len())) // for Runtime.Census
 }
 
 func (a *semaphoreActor) currentPhase() phase {

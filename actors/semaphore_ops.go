@@ -11,7 +11,6 @@ import (
 
 // try sends the acquire script for m (queued: the head of the queue).
 func (a *semaphoreActor) try(m *messages.Acquire, queued bool) {
-	a.waiters.attach(&a.entry.waiters)
 	a.ledger.send(&semAttempt{a: a, m: m, queued: queued, news: a.news})
 }
 
@@ -40,7 +39,6 @@ func (r *semAttempt) notRun() {
 
 func (a *semaphoreActor) attempted(at *semAttempt, r redisio.Reply) {
 	m, queued := at.m, at.queued
-	a.waiters.attach(&a.entry.waiters)
 	n, err := r.Int()
 	switch {
 	case err != nil:

@@ -1,10 +1,6 @@
 package actors
 
-import (
-	"sync/atomic"
-
-	"github.com/lockactor/lockactor/messages"
-)
+import "github.com/lockactor/lockactor/messages"
 
 // waitQueue is the FIFO of local waiters of one lock: a doubly linked list
 // indexed by request, so a waiter that withdraws leaves in O(1) and its
@@ -13,26 +9,6 @@ type waitQueue struct {
 	head, tail *waiter
 	at         map[*messages.Request]*waiter
 	reads      int // queued waiters of messages.Read mode
-	// gauge is where the queue's length is published for metrics (the
-	// actor's registry entry); nil until attach. The actor attaches it
-	// again before each script, since a tidy resets the queue.
-	gauge *atomic.Int64
-}
-
-// attach makes g the queue's gauge and publishes the length there.
-func (q *waitQueue) attach(g *atomic.Int64) {
-	if q.gauge != g {
-		q.gauge = g
-		q.publish()
-	}
-}
-
-// publish stores the queue's length (withdrawn waiters not yet removed
-// included) in its gauge.
-func (q *waitQueue) publish() {
-	if q.gauge != nil {
-		q.gauge.Store(int64(len(q.at)))
-	}
 }
 
 type waiter struct {
@@ -55,7 +31,6 @@ func (q *waitQueue) push(m *messages.Acquire) {
 	if m.Mode == messages.Read {
 		q.reads++
 	}
-	q.publish()
 }
 
 // remove takes req's waiter out of the queue; false if it was not queued.
@@ -79,7 +54,6 @@ func (q *waitQueue) remove(req *messages.Request) bool {
 		q.reads--
 	}
 	w.prev, w.next, w.m = nil, nil, nil
-	q.publish()
 	return true
 }
 
@@ -106,6 +80,10 @@ func (q *waitQueue) each(fn func(*messages.Acquire) bool) {
 		w = next
 	}
 }
+
+// len is the number of waiters queued (a withdrawn one until its Abandon
+// arrives or the head passes it).
+func (q *waitQueue) len() int { return len(q.at) }
 
 // empty reports whether nobody is waiting (withdrawn requests do not count).
 func (q *waitQueue) empty() bool { return q.front() == nil }
