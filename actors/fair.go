@@ -68,10 +68,10 @@ const (
 
 func newFairActor(rt *Runtime, key Key, e *entry) *fairActor {
 	a := &fairActor{
-		base:     base{rt: rt, key: key, entry: e},
-		holdBook: newHoldBook(rt.cfg.Watchdog),
-		waiting:  make(map[string]*fairWaiter),
+		base:    base{rt: rt, key: key, entry: e},
+		waiting: make(map[string]*fairWaiter),
 	}
+	a.holdBook = newHoldBook(&a.base, rt.cfg.Watchdog)
 	a.ledger = newLedger(&a.base, key.Name)
 	return a
 }
@@ -107,11 +107,11 @@ func (a *fairActor) Receive(ctx actor.Context) {
 	case *cancelled:
 		a.cancelled(m)
 	case *messages.RenewTick:
-		a.renewAll(&a.base, a.renewOne)
+		a.renewAll(a.renewOne)
 	case *renewed:
-		a.renewed(&a.base, m)
+		a.renewed(m)
 	case *messages.Extend:
-		a.extend(&a.base, m, a.renewOne)
+		a.extend(m, a.renewOne)
 	case *extended:
 		a.extended(m)
 	case *messages.Lose:

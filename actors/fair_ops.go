@@ -59,7 +59,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 		// lockActor.attempted): give it back; the owner is out of the
 		// Redis queue now, so it queues again.
 		k := holdKey{m.Owner, messages.Exclusive}
-		a.granted(&a.base, k, sent, m.Lease, 0)
+		a.granted(k, sent, m.Lease, 0)
 		a.owe(&a.owed, k, nil)
 		if m.TryOnly && r.Unsynced {
 			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
@@ -127,13 +127,13 @@ func (a *fairActor) attemptFailed(m *messages.Acquire, w *fairWaiter, err error)
 // grant records a hold and tells the caller; a hold nobody took goes back.
 func (a *fairActor) grant(m *messages.Acquire, sent time.Time) {
 	k := holdKey{m.Owner, messages.Exclusive}
-	h := a.granted(&a.base, k, sent, m.Lease, 0)
+	h := a.granted(k, sent, m.Lease, 0)
 	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost}) {
 		a.owe(&a.owed, k, nil)
 		return
 	}
 	if m.Lease == 0 {
-		a.arm(&a.base, renewAfter(sent, a.watchdog))
+		a.arm(renewAfter(sent, a.watchdog))
 	}
 }
 

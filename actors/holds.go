@@ -86,20 +86,19 @@ type holdBook struct {
 	timer    *time.Timer
 	armed    bool
 	watchdog time.Duration
-	at       *base // the actor, set by its first grant: whom events are reported for
+	b        *base // the actor: its timers, and whom events are reported for
 }
 
-func newHoldBook(watchdog time.Duration) holdBook {
-	return holdBook{holds: make(map[holdKey]*hold), watchdog: watchdog}
+func newHoldBook(b *base, watchdog time.Duration) holdBook {
+	return holdBook{holds: make(map[holdKey]*hold), watchdog: watchdog, b: b}
 }
 
 // granted records one more hold for k taken at sent with lease (0: watchdog)
 // by b's actor; a grant from zero holds gets a fresh Lost channel.
-func (hb *holdBook) granted(b *base, k holdKey, sent time.Time, lease time.Duration, token uint64) *hold {
+func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, token uint64) *hold {
 	h := hb.holds[k]
 	if h == nil || h.expired(sent) || h.isLost() {
-		hb.at = b
-		h = &hold{lost: make(chan struct{}), token: token, at: b}
+		h = &hold{lost: make(chan struct{}), token: token, at: hb.b}
 		hb.holds[k] = h
 	}
 	h.count++
@@ -189,12 +188,12 @@ func (hb *holdBook) leaseFor(k holdKey) time.Duration {
 	return hb.watchdog
 }
 
-// arm schedules the watchdog on b's mailbox unless it is already due. A
+// arm schedules the watchdog on the actor's mailbox unless it is already due. A
 // regular period (after == watchdog/3) ends on a boundary shared by every
 // actor of the process, so renewals of many locks fire together and go out as
 // one pipeline (redisio's batcher); the first renewal comes no later than a
 // period after the grant.
-func (hb *holdBook) arm(b *base, after time.Duration) {
+func (hb *holdBook) arm(after time.Duration) {
 	if hb.armed {
 		return
 	}
@@ -204,7 +203,7 @@ func (hb *holdBook) arm(b *base, after time.Duration) {
 		after = period - since%period
 	}
 	if hb.timer == nil {
-		hb.timer = b.after(after, renewTick)
+		hb.timer = hb.b.after(after, renewTick)
 		return
 	}
 	hb.timer.Reset(max(after, time.Millisecond))
@@ -214,7 +213,8 @@ func (hb *holdBook) arm(b *base, after time.Duration) {
 // has none in flight (renewed applies their replies), and arms the next
 // period. It reports whether a hold was found lost: its deadline passed
 // while no renewal came back.
-func (hb *holdBook) renewAll(b *base, renew renewFunc) (lostAny bool) {
+func (hb *holdBook) renewAll(renew renewFunc) (lostAny bool) {
+	b := hb.b
 	hb.armed = false
 	for k, h := range hb.holds {
 		if h.lease > 0 || h.renewing {
@@ -232,7 +232,7 @@ func (hb *holdBook) renewAll(b *base, renew renewFunc) (lostAny bool) {
 		})
 	}
 	if hb.renewing() {
-		hb.arm(b, hb.watchdog/3)
+		hb.arm(hb.watchdog / 3)
 	}
 	return lostAny
 }
@@ -250,7 +250,8 @@ type renewed struct {
 // or no successful renewal before the lease would have run out, loses the
 // hold; Redis errors are retried sooner while lease remains. It reports
 // whether the hold was lost.
-func (hb *holdBook) renewed(b *base, m *renewed) (lost bool) {
+func (hb *holdBook) renewed(m *renewed) (lost bool) {
+	b := hb.b
 	h := m.h
 	h.renewing = false
 	if hb.holds[m.k] != h || h.lease > 0 {
@@ -270,7 +271,7 @@ func (hb *holdBook) renewed(b *base, m *renewed) (lost bool) {
 	default:
 		obs.Renewed(b.key, RenewError)
 		b.rt.cfg.Logger.Debug("lockactor: renewal failed, retrying", "lock", b.key.Name, "err", m.err)
-		hb.soon(b, min(hb.watchdog/10, hb.watchdog-time.Since(h.confirmed)))
+		hb.soon(min(hb.watchdog/10, hb.watchdog-time.Since(h.confirmed)))
 	}
 	return false
 }
@@ -285,12 +286,12 @@ func renewOutcome(err error) RenewOutcome {
 }
 
 // soon brings the watchdog's next tick forward to d from now.
-func (hb *holdBook) soon(b *base, d time.Duration) {
+func (hb *holdBook) soon(d time.Duration) {
 	if hb.timer != nil {
 		hb.timer.Stop()
 	}
 	hb.armed = false
-	hb.arm(b, d)
+	hb.arm(d)
 }
 
 // renewFunc sends a renewal of k's hold with lease to Redis; then receives
@@ -300,7 +301,8 @@ type renewFunc func(k holdKey, lease time.Duration, then func(bool, error))
 
 // extend serves a RedLock coordinator's renewal of one node: it re-applies
 // m.Lease, and the reply comes back as an extended message.
-func (hb *holdBook) extend(b *base, m *messages.Extend, renew renewFunc) {
+func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
+	b := hb.b
 	sent := time.Now()
 	renew(holdKey{m.Owner, m.Mode}, m.Lease, func(ok bool, err error) {
 		b.post(&extended{m: m, sent: sent, ok: ok, err: err})
@@ -319,16 +321,15 @@ type extended struct {
 // answers it. It reports whether the hold was found gone (and is now lost).
 func (hb *holdBook) extended(m *extended) (lost bool) {
 	k := holdKey{m.m.Owner, m.m.Mode}
-	if b := hb.at; b != nil { // set by the grant being renewed
-		b.redisError(OpRenew, m.err)
-		switch {
-		case m.err != nil:
-			b.rt.cfg.Observer.Renewed(b.key, RenewError)
-		case m.ok:
-			b.rt.cfg.Observer.Renewed(b.key, RenewOK)
-		default:
-			b.rt.cfg.Observer.Renewed(b.key, RenewGone)
-		}
+	b := hb.b
+	b.redisError(OpRenew, m.err)
+	switch {
+	case m.err != nil:
+		b.rt.cfg.Observer.Renewed(b.key, RenewError)
+	case m.ok:
+		b.rt.cfg.Observer.Renewed(b.key, RenewOK)
+	default:
+		b.rt.cfg.Observer.Renewed(b.key, RenewGone)
 	}
 	if h := hb.holds[k]; h != nil && m.err == nil {
 		if m.ok {

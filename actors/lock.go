@@ -91,11 +91,11 @@ const (
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	a := &lockActor{
-		base:     base{rt: rt, key: key, entry: e},
-		holdBook: newHoldBook(rt.cfg.Watchdog),
-		scheme:   s,
-		others:   true,
+		base:   base{rt: rt, key: key, entry: e},
+		scheme: s,
+		others: true,
 	}
+	a.holdBook = newHoldBook(&a.base, rt.cfg.Watchdog)
 	a.ledger = newLedger(&a.base, key.Name)
 	return a
 }
@@ -126,15 +126,15 @@ func (a *lockActor) Receive(ctx actor.Context) {
 	case *subscribers:
 		a.counted(m)
 	case *messages.RenewTick:
-		if a.renewAll(&a.base, a.renewOne) {
+		if a.renewAll(a.renewOne) {
 			a.forgetVerdict() // a lost hold may have freed the lock
 		}
 	case *renewed:
-		if a.renewed(&a.base, m) {
+		if a.renewed(m) {
 			a.forgetVerdict()
 		}
 	case *messages.Extend:
-		a.extend(&a.base, m, a.renewOne)
+		a.extend(m, a.renewOne)
 	case *extended:
 		if a.extended(m) {
 			a.forgetVerdict()

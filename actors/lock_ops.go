@@ -131,7 +131,7 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 // already gone (or was told of an error), the hold goes straight back.
 func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
-	h := a.granted(&a.base, k, sent, m.Lease, token)
+	h := a.granted(k, sent, m.Lease, token)
 	// Until this hold ends, other waiters would be refused (readers still
 	// share a read hold).
 	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
@@ -140,7 +140,7 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 		return
 	}
 	if m.Lease == 0 {
-		a.arm(&a.base, renewAfter(sent, a.watchdog))
+		a.arm(renewAfter(sent, a.watchdog))
 	}
 }
 
@@ -149,7 +149,7 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 // at once; the lock may be free again, so the last verdict no longer holds.
 func (a *lockActor) takeBack(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
-	a.granted(&a.base, k, sent, m.Lease, token)
+	a.granted(k, sent, m.Lease, token)
 	a.owe(k, nil)
 	a.forgetVerdict()
 }

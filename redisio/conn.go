@@ -17,7 +17,8 @@ type Conn struct {
 	sync  SyncPolicy // replica confirmation of changes
 	batch *batcher   // scripts pipelined across actors (outside a Cluster)
 
-	// calls counts guarded commands still running after their caller left.
+	// calls counts the goroutines spawn started (guarded commands still
+	// running after their caller left, subscriber counts).
 	// mu orders its Add against Close: no guarded goroutine starts once
 	// Close has begun waiting.
 	mu      sync.Mutex
@@ -93,27 +94,23 @@ func Guard[T any](ctx context.Context, c *Conn, fn func(context.Context) (T, err
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return zero, ErrClosed
-	}
 	if ctx.Done() == nil {
-		c.mu.Unlock()
+		if c.isClosed() {
+			return zero, ErrClosed
+		}
 		return fn(ctx)
 	}
-	c.calls.Add(1)
-	c.mu.Unlock()
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
-		defer c.calls.Done()
+	if !c.spawn(func() {
 		v, err := fn(context.WithoutCancel(ctx))
 		done <- result{v, err}
-	}()
+	}) {
+		return zero, ErrClosed
+	}
 	select {
 	case r := <-done:
 		return r.v, r.err
@@ -148,18 +145,32 @@ const (
 // when it cannot ask; it must not block). On a Cluster with classic pub/sub
 // a node counts only its own subscribers, so the answer is -1: unknown.
 func (c *Conn) SubscribersThen(ctx context.Context, channel string, then func(n int64, err error)) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.spawn(func() { then(c.subscribers(ctx, channel)) }) {
 		then(0, ErrClosed)
-		return
+	}
+}
+
+// spawn runs fn on a goroutine that Close waits for; false, and fn does
+// not run, once Close has begun.
+func (c *Conn) spawn(fn func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
 	}
 	c.calls.Add(1)
-	c.mu.Unlock()
 	go func() {
 		defer c.calls.Done()
-		then(c.subscribers(ctx, channel))
+		fn()
 	}()
+	return true
+}
+
+// isClosed reports whether Close has begun.
+func (c *Conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 func (c *Conn) subscribers(ctx context.Context, channel string) (int64, error) {

@@ -107,18 +107,12 @@ func (op Op) keepMS() int64 { return max(op.Keep.Milliseconds(), 1) }
 // it, however short-lived the request's own record would have been.
 const TombstoneKeep = time.Minute
 
-// Resolve settles a request whose reply was lost: ran reports whether it ran,
-// and then r is its recorded reply. A request that had not run is cancelled
-// in the same step, so it never will.
-func (c *Conn) Resolve(ctx context.Context, op Op) (ran bool, r Reply, err error) {
-	keep := ms(max(op.Keep, TombstoneKeep))
-	return readResolve(scripts.Resolve.Run(ctx, c.rdb, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), keep).Slice())
-}
-
-// ResolveThen is Resolve without waiting: the question goes out with the
-// latch's master's next pipeline and then receives the answer (on another
-// goroutine; it must not block). then is always called, at once when the
-// question cannot be queued.
+// ResolveThen settles a request whose reply was lost: then learns whether
+// it ran, and if so its recorded reply; a request that had not run is
+// cancelled in the same step, so it never will. The question goes out with
+// the latch's master's next pipeline, and then receives the answer on
+// another goroutine (it must not block), or at once when the question
+// cannot be queued.
 func (c *Conn) ResolveThen(ctx context.Context, op Op, then func(ran bool, r Reply, err error)) {
 	b, err := c.batcherFor(ctx, op.Latch)
 	if err != nil {
