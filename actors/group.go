@@ -66,11 +66,9 @@ type groupActor struct {
 	deadline time.Time         // its wait bound; zero: none
 	retry    *time.Timer
 
-	cur      *round // the round out, if any
-	rounds   uint64 // numbers rounds, so late answers are recognised
-	later    []any  // caller messages that arrived while a round was out
-	renewDue bool   // a renewal tick came while a round was out
-	retryDue bool   // a retry tick came while a round was out
+	cur    *round // the round out, if any
+	rounds uint64 // numbers rounds, so late answers are recognised
+	later  []any  // caller messages and ticks that arrived while a round was out
 
 	held      []bool        // members granted in the current hold
 	heldUntil time.Time     // a fixed-lease hold's end; zero: until Unlock
@@ -103,23 +101,25 @@ func (a *groupActor) handle(msg any) {
 		a.timedOut(m)
 	case *messages.Acquire:
 		a.acquire(m)
-	case *messages.Release:
+	case *messages.Release, *messages.RetryTick, *messages.RenewTick:
 		if a.cur != nil {
 			a.later = append(a.later, m)
 			return
 		}
+		a.act(m)
+	}
+}
+
+// act runs a caller's Release or a timer's tick, with no round out.
+func (a *groupActor) act(msg any) {
+	switch m := msg.(type) {
+	case *messages.Release:
 		a.release(m)
 	case *messages.RetryTick:
-		if a.cur != nil {
-			a.retryDue = true
-		} else if a.pending != nil {
+		if a.pending != nil {
 			a.round(a.pending)
 		}
 	case *messages.RenewTick:
-		if a.cur != nil {
-			a.renewDue = true
-			return
-		}
 		a.renewRound()
 	}
 }

@@ -148,23 +148,13 @@ func (a *groupActor) decide(r *round, timedOut bool) {
 	a.resume()
 }
 
-// resume runs, in order, the messages that arrived while a round was out,
-// until one starts a round again.
+// resume runs, in order, the messages and ticks that arrived while a round
+// was out, until one starts a round again.
 func (a *groupActor) resume() {
 	for a.cur == nil && len(a.later) > 0 {
 		msg := a.later[0]
 		a.later[0] = nil
 		a.later = a.later[1:]
 		a.handle(msg)
-	}
-	if a.cur == nil && a.renewDue {
-		a.renewDue = false
-		a.renewRound()
-	}
-	if a.cur == nil && a.retryDue {
-		a.retryDue = false
-		if a.pending != nil {
-			a.round(a.pending)
-		}
 	}
 }
