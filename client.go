@@ -51,8 +51,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 			opt(&o)
 		}
 	}
-	if o.watchdog <= 0 {
-		return nil, fmt.Errorf("%w: watchdog timeout %v <= 0", ErrInvalidArgument, o.watchdog)
+	if o.watchdog < MinLease {
+		return nil, fmt.Errorf("%w: watchdog timeout %v below MinLease (%v)", ErrInvalidArgument, o.watchdog, MinLease)
 	}
 	if o.idleAfter <= 0 {
 		return nil, fmt.Errorf("%w: idle actor timeout %v <= 0", ErrInvalidArgument, o.idleAfter)
@@ -87,6 +87,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		IdleAfter:    o.idleAfter,
 		FairWait:     o.fairWait,
 		PubSubHealth: o.pubsubHealth,
+		LatchKeep:    o.latchKeep,
 		Logger:       o.logger,
 		Observer:     c.metrics,
 

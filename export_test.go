@@ -15,3 +15,7 @@ func ActorCount(c *Client) int { return c.rt.Actors() }
 // HandoffRun is the longest run of local hand-offs before other processes
 // get their chance at a lock.
 const HandoffRun = actors.HandoffRun
+
+// WithLatchKeep shortens the life of latch records, so that tests can make
+// outages longer than it.
+var WithLatchKeep = withLatchKeep

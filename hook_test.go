@@ -180,3 +180,10 @@ func evalWithKey(sha, key string) func(args []any) bool {
 		return false
 	}
 }
+
+// stop makes r hit no more commands (it still counts them).
+func (h *faultHook) stop(r *faultRule) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r.times = 0
+}

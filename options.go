@@ -1,6 +1,7 @@
 package lockactor
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -22,6 +23,7 @@ type options struct {
 	syncTimeout  time.Duration // WithReplicaSync
 
 	pubsubHealth time.Duration
+	latchKeep    time.Duration // withLatchKeep; 0: the runtime's default
 
 	meterProvider metric.MeterProvider // nil: otel.GetMeterProvider() at New
 	metricNames   bool                 // WithMetricsLockNames
@@ -42,7 +44,8 @@ func defaultOptions() options {
 
 // WithWatchdogTimeout sets the lease of holds taken without WithLease; the
 // watchdog renews them every d/3 while they are held, and a holder that
-// crashes frees the lock at most d later. Default 30s; d <= 0 makes New fail.
+// crashes frees the lock at most d later. Default 30s; d < MinLease makes New
+// fail.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(o *options) { o.watchdog = d }
 }
@@ -138,6 +141,20 @@ func WithMetricsLockNames(on bool) Option {
 	return func(o *options) { o.metricNames = on }
 }
 
+// withLatchKeep sets the least time a request's latch record is kept in
+// Redis (see docs/PROTOCOL.md, "The latch"). Tests shorten it to reach
+// outages longer than a record's life; it is not public API.
+func withLatchKeep(d time.Duration) Option {
+	return func(o *options) { o.latchKeep = d }
+}
+
+// MinLease is the shortest lease lockactor accepts, for WithLease and
+// WithWatchdogTimeout alike. A grant whose reply comes back after half its
+// lease is given back rather than handed out (too little of it is left to
+// work with), so a lease must be well above the round trip to Redis: leases
+// near MinLease only suit a Redis on the same host.
+const MinLease = 10 * time.Millisecond
+
 // LockOption configures one acquisition.
 type LockOption func(*lockOptions)
 
@@ -148,7 +165,8 @@ type lockOptions struct {
 
 // WithLease acquires with a fixed lease: the lock expires d after acquisition
 // unless unlocked first, and no watchdog runs. Default (or d == 0): no fixed
-// lease, the watchdog keeps renewing. d < 0 is ErrInvalidArgument.
+// lease, the watchdog keeps renewing. d < 0, or 0 < d < MinLease, is
+// ErrInvalidArgument.
 func WithLease(d time.Duration) LockOption {
 	return func(o *lockOptions) { o.lease = d }
 }
@@ -170,6 +188,8 @@ func lockOptionsOf(name string, opts []LockOption) (lockOptions, error) {
 	switch {
 	case o.lease < 0:
 		return o, invalid(name, "negative lease")
+	case o.lease > 0 && o.lease < MinLease:
+		return o, invalid(name, fmt.Sprintf("lease %v below MinLease (%v)", o.lease, MinLease))
 	case o.wait < 0:
 		return o, invalid(name, "negative wait")
 	}

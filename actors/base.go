@@ -155,6 +155,27 @@ func popPending(q *[]*messages.Acquire) *messages.Acquire {
 	return nil
 }
 
+// popFree removes and returns the oldest request of q still waiting for an
+// answer whose owner is not held back (an owner with a release owed to
+// Redis waits for it; see owedQueue.owes), dropping answered or withdrawn
+// requests on the way; nil if none. Held-back requests keep their order.
+func popFree(q *[]*messages.Acquire, heldBack func(owner string) bool) *messages.Acquire {
+	kept := (*q)[:0]
+	var got *messages.Acquire
+	for _, m := range *q {
+		switch {
+		case !m.Req.Pending():
+		case got == nil && !heldBack(m.Owner):
+			got = m
+		default:
+			kept = append(kept, m)
+		}
+	}
+	clear((*q)[len(kept):])
+	*q = kept
+	return got
+}
+
 // forward re-sends a caller's message that reached this actor after it left
 // the registry, so that a fresh actor serves it.
 func (b *base) forward(m any) bool {

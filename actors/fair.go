@@ -72,7 +72,7 @@ func newFairActor(rt *Runtime, key Key, e *entry) *fairActor {
 		waiting: make(map[string]*fairWaiter),
 	}
 	a.holdBook = newHoldBook(&a.base, rt.cfg.Watchdog)
-	a.ledger = newLedger(&a.base, key.Name)
+	a.ledger = newLedger(&a.base)
 	return a
 }
 
@@ -203,7 +203,7 @@ func (a *fairActor) step(now time.Time) bool {
 }
 
 func (a *fairActor) runDirect() bool {
-	m := popPending(&a.direct)
+	m := popFree(&a.direct, a.owed.owes)
 	if m != nil {
 		a.try(m, nil)
 	}
@@ -214,8 +214,8 @@ func (a *fairActor) runDirect() bool {
 // dropped; one with none left is forgotten on the way.
 func (a *fairActor) dueWaiter(now time.Time) *fairWaiter {
 	for _, w := range a.waiting {
-		if now.Before(w.due) {
-			continue
+		if now.Before(w.due) || a.owed.owes(w.owner) {
+			continue // not yet; or its owner owes a release (see owed)
 		}
 		for len(w.reqs) > 0 && !w.reqs[0].Req.Pending() {
 			w.reqs = w.reqs[1:]
@@ -244,6 +244,9 @@ func (a *fairActor) settle() {
 		}
 		if w.subID == 0 {
 			w.subID = a.subscribe(redisio.FairChannel(a.key.Name, w.owner), &w.sig, w.wake)
+		}
+		if a.owed.owes(w.owner) {
+			continue // it waits for its release, whose retry is armed
 		}
 		next.add(w.due)
 		if w.due.IsZero() {

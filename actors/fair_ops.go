@@ -30,7 +30,7 @@ type fairAttempt struct {
 	news  uint64        // w's Wakes when it was sent
 }
 
-func (r *fairAttempt) keep() time.Duration { return latchKeep(r.lease) }
+func (r *fairAttempt) keep() time.Duration { return r.a.ledger.keepFor(max(r.lease, r.qw)) }
 
 func (r *fairAttempt) run(op redisio.Op) redisio.Reply {
 	return r.a.rt.io.FairLock(r.a.rt.ctx, op, r.a.key.Name, r.m.Owner, r.lease, r.qw, r.sent, r.m.TryOnly)
@@ -41,9 +41,18 @@ func (r *fairAttempt) fail(err error)          { r.a.attemptFailed(r.m, r.w, err
 
 // notRun: a queued owner retries at its time; a direct request goes again
 // first.
-func (r *fairAttempt) notRun() {
+func (r *fairAttempt) notRun(error) {
 	if r.w == nil && r.m.Req.Pending() {
 		r.a.direct = append([]*messages.Acquire{r.m}, r.a.direct...)
+	}
+}
+
+// unknown: a grant it may have made has expired, but it may have left its
+// owner in Redis's queue: an owner nobody waits for any more is cancelled.
+func (r *fairAttempt) unknown() {
+	r.notRun(nil)
+	if _, waits := r.a.waiting[r.m.Owner]; !waits && !r.m.Req.Pending() {
+		r.a.cancels = append(r.a.cancels, &fairCancel{owner: r.m.Owner, w: r.qw, due: time.Now()})
 	}
 }
 
@@ -54,7 +63,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 	switch {
 	case err != nil:
 		a.attemptFailed(m, w, err)
-	case ok && (r.Unsynced || stale(sent, a.leaseOf(m.Lease))):
+	case ok && (r.Unsynced || stale(sent, at.lease)):
 		// Not on enough replicas, or too late to trust (see
 		// lockActor.attempted): give it back; the owner is out of the
 		// Redis queue now, so it queues again.
@@ -153,19 +162,17 @@ type fairRelease struct {
 	o *owed
 }
 
-func (r *fairRelease) keep() time.Duration {
-	if r.o.last && len(r.a.holds) == 0 && r.a.owed.len() == 0 && len(r.a.direct) == 0 && len(r.a.waiting) == 0 {
-		return finalKeep
-	}
-	return latchKeep(r.o.lease)
-}
+func (r *fairRelease) keep() time.Duration { return r.a.ledger.keepFor(r.o.lease) }
 
 func (r *fairRelease) run(op redisio.Op) redisio.Reply {
 	return r.a.rt.io.FairUnlock(r.a.rt.ctx, op, r.a.key.Name, r.o.k.owner, r.o.lease, time.Now())
 }
 
 func (r *fairRelease) apply(rep redisio.Reply) { r.a.released(r.o, rep) }
-func (r *fairRelease) notRun()                 { r.a.retryOwed(&r.a.owed, r.o) }
+func (r *fairRelease) notRun(lost error)       { r.a.retryOwed(&r.a.owed, r.o, lost) }
+
+// unknown: the hold was released or has expired by now.
+func (r *fairRelease) unknown() { r.o.answer(messages.ReleaseResult{NotHeld: true}) }
 
 func (r *fairRelease) fail(err error) {
 	r.a.redisError(OpRelease, err)
@@ -176,8 +183,7 @@ func (a *fairActor) released(o *owed, r redisio.Reply) {
 	res, err := r.Unlock()
 	if err != nil {
 		a.redisError(OpRelease, err)
-		o.answer(messages.ReleaseResult{Err: err})
-		a.retryOwed(&a.owed, o)
+		a.retryOwed(&a.owed, o, err)
 		return
 	}
 	if res == redisio.NotHeld && o.h != nil {

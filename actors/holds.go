@@ -19,6 +19,7 @@ type hold struct {
 	count     int
 	lease     time.Duration // 0: renewed by the watchdog
 	confirmed time.Time     // when the last command that set the lease was sent
+	until     time.Time     // the latest Redis may keep it: that command's reply + its lease
 	token     uint64        // fencing token of a fenced lock's hold
 	renewing  bool          // a renewal is in flight
 	lost      chan struct{} // closed when the hold is found gone
@@ -104,6 +105,7 @@ func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, toke
 	h.count++
 	h.lease = lease
 	h.confirm(sent, hb.watchdog)
+	h.until = time.Now().Add(hb.leaseOf(lease))
 	return h
 }
 
@@ -263,6 +265,7 @@ func (hb *holdBook) renewed(m *renewed) (lost bool) {
 	case m.err == nil && m.ok && !h.isLost():
 		obs.Renewed(b.key, RenewOK)
 		h.confirm(m.sent, hb.watchdog)
+		h.until = time.Now().Add(hb.watchdog)
 	case m.err == nil || time.Since(h.confirmed) >= hb.watchdog:
 		obs.Renewed(b.key, renewOutcome(m.err))
 		b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", m.k.owner, "err", m.err)
@@ -335,6 +338,7 @@ func (hb *holdBook) extended(m *extended) (lost bool) {
 		if m.ok {
 			h.lease = m.m.Lease
 			h.confirm(m.sent, hb.watchdog)
+			h.until = time.Now().Add(m.m.Lease)
 		} else {
 			hb.drop(k, h, true)
 			lost = true

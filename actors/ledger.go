@@ -25,8 +25,14 @@ type request interface {
 	// may answer again harmlessly.
 	fail(err error)
 	// notRun: the request never ran and now never will (it was cancelled in
-	// Redis).
-	notRun()
+	// Redis). lost is the error that had lost its reply.
+	notRun(lost error)
+	// unknown: nobody can tell any more whether the request ran (Redis was
+	// out of reach for longer than its latch record lives). Whatever it did
+	// to a lock has expired by now (a record outlives the lease it carries;
+	// see keepFor); a semaphore's count cannot be known, and each request
+	// errs on the side of fewer permits. fail has run before.
+	unknown()
 }
 
 // ledger numbers an actor's requests, keeps the one in flight until its
@@ -40,12 +46,12 @@ type request interface {
 // sends it with its master's next pipeline, and goes on with its mailbox.
 type ledger struct {
 	b     *base
-	latch string // redisio.LatchKey of the name and Client
+	latch string // redisio.LatchKey of the name, Client and kind
 
-	last     uint64        // the sequence number of the last request sent
-	lastKeep time.Duration // how long its latch lives
-	inflight request       // sent; its reply has not come back yet
+	last     uint64   // the sequence number of the last request sent
+	inflight request  // sent; its reply has not come back yet
 	inflOp   redisio.Op
+	inflSent time.Time
 	pending  *unsettled
 	asking   bool // a settlement of pending is in flight
 
@@ -58,7 +64,8 @@ type ledger struct {
 type unsettled struct {
 	req     request
 	op      redisio.Op
-	err     error // the error that lost the reply
+	sent    time.Time // when it was handed to redisio
+	err     error     // the error that lost the reply
 	told    bool  // fail has run
 	due     time.Time
 	backoff time.Duration
@@ -80,21 +87,23 @@ type replied struct {
 // resolved carries the answer to a settlement back to its actor.
 type resolved struct {
 	seq   uint64
-	ran   bool
+	s     redisio.Settlement
 	reply redisio.Reply
 	err   error
 }
 
-func newLedger(b *base, name string) ledger {
-	return ledger{b: b, latch: redisio.LatchKey(name, b.rt.cfg.ClientID), forgotten: true}
+// newLedger is the ledger of b's actor: its latch is its own, even where
+// actors of other kinds share its name (and its hash).
+func newLedger(b *base) ledger {
+	return ledger{b: b, latch: redisio.LatchKey(b.key.Name, b.rt.cfg.ClientID, b.key.Kind.tag()), forgotten: true}
 }
 
 // send hands r to redisio and returns; its reply comes back as a replied
 // message (or at once, when r failed before it could be queued).
 func (l *ledger) send(r request) {
 	op := redisio.Op{Latch: l.latch, Seq: l.b.rt.seq.Add(1), Keep: r.keep()}
-	l.last, l.lastKeep, l.forgotten = op.Seq, op.Keep, false
-	l.inflight, l.inflOp = r, op
+	l.last, l.forgotten = op.Seq, false
+	l.inflight, l.inflOp, l.inflSent = r, op, time.Now()
 	b := l.b
 	op.Then = func(rep redisio.Reply) { b.post(&replied{seq: op.Seq, reply: rep}) }
 	if rep := r.run(op); rep.Err != redisio.ErrPending {
@@ -112,7 +121,7 @@ func (l *ledger) onReply(m *replied) bool {
 	}
 	l.inflight = nil
 	if m.reply.Failed() && redisio.Unknown(m.reply.Err) {
-		l.pending = &unsettled{req: r, op: op, err: m.reply.Err, due: time.Now()}
+		l.pending = &unsettled{req: r, op: op, sent: l.inflSent, err: m.reply.Err, due: time.Now()}
 		return true
 	}
 	r.apply(m.reply)
@@ -147,8 +156,8 @@ func (l *ledger) settled() bool { return l.pending == nil && l.inflight == nil }
 func (l *ledger) settle() {
 	l.asking = true
 	seq, b := l.pending.op.Seq, l.b
-	b.rt.io.ResolveThen(b.rt.ctx, l.pending.op, func(ran bool, r redisio.Reply, err error) {
-		b.post(&resolved{seq: seq, ran: ran, reply: r, err: err})
+	b.rt.io.ResolveThen(b.rt.ctx, l.pending.op, func(s redisio.Settlement, r redisio.Reply, err error) {
+		b.post(&resolved{seq: seq, s: s, reply: r, err: err})
 	})
 }
 
@@ -171,11 +180,22 @@ func (l *ledger) onResolved(m *resolved) {
 		return
 	}
 	l.pending = nil
-	if m.ran {
+	switch {
+	case m.s == redisio.Ran:
 		p.req.apply(m.reply)
-		return
+	case m.s == redisio.NotRun || time.Since(p.sent) < p.op.Keep*9/10:
+		// No record, while one of the request would still live: it did not
+		// run (and the settlement cancelled it).
+		p.req.notRun(p.err)
+	default:
+		// No record, and one may have expired: nobody can tell.
+		l.b.rt.cfg.Logger.Error("lockactor: a request's outcome is unknown: Redis was out of reach for longer than its latch record lives",
+			"lock", l.b.key.Name, "err", p.err, "record", p.op.Keep)
+		if !p.told {
+			p.req.fail(p.err)
+		}
+		p.req.unknown()
 	}
-	p.req.notRun()
 }
 
 // due is when the ledger needs the actor again; zero when it does not (an
@@ -188,30 +208,28 @@ func (l *ledger) due() time.Time {
 }
 
 // forget deletes the latch once the actor is about to retire: its last
-// request is settled, so nobody will ask about it again. A short-lived
-// record (finalKeep) is left to expire.
+// request is settled, so nobody will ask about it again.
 func (l *ledger) forget() {
-	if l.forgotten || !l.settled() || l.lastKeep <= finalKeep {
+	if l.forgotten || !l.settled() {
 		return
 	}
 	l.forgotten = true
 	l.b.rt.io.ForgetLatch(l.latch, l.last)
 }
 
-// latchKeep is how long a lock request's latch lives: past the lease its
-// reply could matter for, and past go-redis's retries.
-func latchKeep(lease time.Duration) time.Duration {
-	return max(lease, 10*time.Second) + 10*time.Second
+// keepFor is how long the record of a request that carries lease lives: the
+// runtime's LatchKeep, and never less than twice the lease, so that a
+// record found expired means that whatever the request did to a lock has
+// expired too. Records are deleted when their actor retires (forget), so
+// their life only matters when Redis stays out of reach (a settlement
+// must find the record) and for a Client that died (its records expire).
+func (l *ledger) keepFor(lease time.Duration) time.Duration {
+	return max(l.b.rt.cfg.LatchKeep, 2*lease)
 }
 
-// finalKeep is the latch's life for a release that leaves the actor nothing
-// to hold, await or owe (a lock's usual last request): long enough for
-// go-redis's re-sends and an immediate settlement, short enough that the
-// latch expires by itself and needs no deletion when the actor retires. A
-// settlement that comes later finds no record and concludes "did not run":
-// the release is sent again and finds nothing held, which changes nothing,
-// since no new request on the name goes out before the settlement.
-const finalKeep = 5 * time.Second
+// DefaultLatchKeep is the least life of a latch record: an outage shorter
+// than this never leaves a request's outcome unknown.
+const DefaultLatchKeep = time.Hour
 
 // errNotApplied answers a request that Redis never ran, when its reply had
 // been lost and the caller still waits.

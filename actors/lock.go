@@ -96,7 +96,7 @@ func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 		others: true,
 	}
 	a.holdBook = newHoldBook(&a.base, rt.cfg.Watchdog)
-	a.ledger = newLedger(&a.base, key.Name)
+	a.ledger = newLedger(&a.base)
 	return a
 }
 
@@ -264,9 +264,10 @@ func (a *lockActor) step(now time.Time) bool {
 	return true
 }
 
-// runDirect makes the oldest pending direct attempt; false if none.
+// runDirect makes the oldest pending direct attempt whose owner owes no
+// release; false if none.
 func (a *lockActor) runDirect() bool {
-	m := popPending(&a.direct)
+	m := popFree(&a.direct, a.owed.owes)
 	if m != nil {
 		a.try(m, false)
 	}
@@ -275,16 +276,20 @@ func (a *lockActor) runDirect() bool {
 
 // candidate is the waiter to make an attempt for: the head unless the
 // verdict says it would be refused; on a read-write lock held for reading,
-// the first queued reader.
+// the first queued reader. An owner that owes Redis a release waits until
+// Redis confirms it or its lease has surely run out (see owed).
 func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 	head := a.waiters.front()
-	if head == nil || !a.verdict.refuses(head, now) {
+	if head == nil || a.owed.owes(head.Owner) {
+		return nil
+	}
+	if !a.verdict.refuses(head, now) {
 		return head
 	}
 	var reader *messages.Acquire
 	if a.waiters.reads > 0 && !a.verdict.all {
 		a.waiters.each(func(m *messages.Acquire) bool {
-			if m.Mode == messages.Read {
+			if m.Mode == messages.Read && !a.owed.owes(m.Owner) {
 				reader = m
 			}
 			return reader == nil
@@ -310,7 +315,7 @@ func (a *lockActor) settle() {
 		if a.subID == 0 {
 			a.subID = a.subscribe(a.scheme.channel(a.key.Name), &a.sig, lockWake)
 		}
-		if a.verdict.until.IsZero() {
+		if a.verdict.until.IsZero() && !a.owed.owes(a.waiters.front().Owner) {
 			a.rt.cfg.Logger.Debug("lockactor: waiter without a retry; retrying now", "lock", a.key.Name)
 			next.add(time.Now())
 		}

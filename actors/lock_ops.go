@@ -33,7 +33,7 @@ type lockAttempt struct {
 	news    uint64 // the actor's news count when it was sent
 }
 
-func (r *lockAttempt) keep() time.Duration { return latchKeep(r.lease) }
+func (r *lockAttempt) keep() time.Duration { return r.a.ledger.keepFor(r.lease) }
 
 func (r *lockAttempt) run(op redisio.Op) redisio.Reply {
 	return r.a.scheme.acquire(r.a, op, r.m, r.lease)
@@ -46,11 +46,14 @@ func (r *lockAttempt) apply(rep redisio.Reply) {
 func (r *lockAttempt) fail(err error) { r.a.attemptFailed(r.m, r.queued, err) }
 
 // notRun: a queued request just stays queued; a direct one goes again first.
-func (r *lockAttempt) notRun() {
+func (r *lockAttempt) notRun(error) {
 	if !r.queued && r.m.Req.Pending() {
 		r.a.direct = append([]*messages.Acquire{r.m}, r.a.direct...)
 	}
 }
+
+// unknown: a grant it may have made has expired; it is as if it had not run.
+func (r *lockAttempt) unknown() { r.notRun(nil) }
 
 // attempted applies an acquire script's reply.
 func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
@@ -59,7 +62,7 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 	switch {
 	case err != nil:
 		a.attemptFailed(m, queued, err)
-	case res.ok && (r.Unsynced || stale(sent, a.leaseOf(m.Lease))):
+	case res.ok && (r.Unsynced || stale(sent, at.lease)):
 		// Too few replicas confirmed the grant (a failover could lose it),
 		// or the reply came back so late that the hold may be gone
 		// already: give it back and try again rather than hand out a
@@ -183,10 +186,7 @@ type lockRelease struct {
 }
 
 func (r *lockRelease) keep() time.Duration {
-	if r.head == nil && r.o.last && r.a.emptied() {
-		return finalKeep
-	}
-	return latchKeep(max(r.o.lease, r.nextLease))
+	return r.a.ledger.keepFor(max(r.o.lease, r.nextLease))
 }
 
 func (r *lockRelease) run(op redisio.Op) redisio.Reply {
@@ -197,7 +197,14 @@ func (r *lockRelease) run(op redisio.Op) redisio.Reply {
 }
 
 func (r *lockRelease) apply(rep redisio.Reply) { r.a.released(r.o, r.head, r.sent, rep) }
-func (r *lockRelease) notRun()                 { r.a.retryOwed(r.o) }
+func (r *lockRelease) notRun(lost error)       { r.a.retryOwed(r.o, lost) }
+
+// unknown: the hold was released or has expired by now; either way it is
+// gone (and a hand-off's grant has expired: head still waits).
+func (r *lockRelease) unknown() {
+	r.o.answer(messages.ReleaseResult{NotHeld: true})
+	r.a.forgetVerdict()
+}
 
 func (r *lockRelease) fail(err error) {
 	r.a.redisError(OpRelease, err)
@@ -230,8 +237,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 	res, err := r.Unlock()
 	if err != nil {
 		a.redisError(OpRelease, err)
-		o.answer(messages.ReleaseResult{Err: err})
-		a.retryOwed(o)
+		a.retryOwed(o, err)
 		return
 	}
 	if res == redisio.NotHeld && o.h != nil {
@@ -251,9 +257,10 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		if a.handoffs == HandoffRun/2 {
 			a.countOthers() // known by the run's end
 		}
-		if r.Unsynced {
-			// The new holder's grant is not on enough replicas: undo it;
-			// head stays queued and tries again.
+		if r.Unsynced || stale(sent, a.leaseOf(head.Lease)) {
+			// The new holder's grant is not on enough replicas, or came
+			// back too late to trust (see attempted): undo it; head stays
+			// queued and tries again.
 			a.takeBack(head, sent, 0)
 			return
 		}
@@ -279,7 +286,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 	}
 }
 
-func (a *lockActor) retryOwed(o *owed) { a.holdBook.retryOwed(&a.owed, o) }
+func (a *lockActor) retryOwed(o *owed, err error) { a.holdBook.retryOwed(&a.owed, o, err) }
 
 func (a *lockActor) renewOne(k holdKey, lease time.Duration, then func(bool, error)) {
 	a.scheme.renew(a, k, lease, then)

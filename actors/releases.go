@@ -10,7 +10,10 @@ import (
 // back because its caller had gone, or a retry of either after Redis did
 // not confirm it. The hold was given up locally the moment it was owed (it
 // is no longer renewed); Redis is told until it confirms, or until the
-// hold's lease has run out, after which Redis has let it go by itself.
+// hold's lease has surely run out, after which Redis has let it go by
+// itself. While a release of an owner is owed, no acquire of that owner is
+// sent (see owedQueue.owes): its hash field is the same for every hold, so
+// a release that reached Redis after a newer grant would free that grant.
 type owed struct {
 	k     holdKey
 	h     *hold         // the hold given up; nil when none was recorded
@@ -18,6 +21,7 @@ type owed struct {
 	lease time.Duration // re-applied when holds remain
 	n     int           // semaphore permits given back
 	m     *messages.Release
+	tries int // attempts that failed
 
 	due     time.Time
 	backoff time.Duration
@@ -72,6 +76,16 @@ func (q *owedQueue) due() time.Time {
 
 func (q *owedQueue) len() int { return len(q.items) }
 
+// owes reports whether a release of owner's is queued.
+func (q *owedQueue) owes(owner string) bool {
+	for _, o := range q.items {
+		if o.k.owner == owner {
+			return true
+		}
+	}
+	return false
+}
+
 // owe gives up one hold of k (a caller's Release m, or nil for a grant
 // nobody took) and queues its release for Redis.
 func (hb *holdBook) owe(q *owedQueue, k holdKey, m *messages.Release) {
@@ -80,18 +94,27 @@ func (hb *holdBook) owe(q *owedQueue, k holdKey, m *messages.Release) {
 	q.push(&owed{k: k, h: h, last: last, lease: lease, m: m, due: time.Now()})
 }
 
-// retryOwed queues o again after a backoff, unless nothing was recorded to
-// release (the caller has its answer) or the hold's lease has run out with
-// no renewal since: Redis has let it go by itself.
-func (hb *holdBook) retryOwed(q *owedQueue, o *owed) {
+// retryOwed queues o again after a backoff, after an attempt that failed
+// with err (a Redis error, or the error that lost the reply of an attempt
+// that did not run). The caller hears err from the second failure on: a
+// first retry is quick and usually goes through, but Unlock must not wait
+// for an outage to end, so the release goes on in the background. Nothing
+// is retried when nothing was recorded to release, or once the hold's
+// lease has surely run out in Redis with no renewal since: Redis has let it
+// go by itself, and a caller not told yet hears ErrNotHeld.
+func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
+	o.tries++
 	now := time.Now()
-	if o.h == nil {
+	switch {
+	case o.h == nil && err != nil:
+		o.answer(messages.ReleaseResult{Err: err})
 		return
-	}
-	lease := hb.leaseOf(o.h.lease)
-	if hb.holds[o.k] == nil && !now.Before(o.h.confirmed.Add(lease)) {
+	case o.h == nil || (hb.holds[o.k] == nil && !now.Before(o.h.until)):
+		o.answer(messages.ReleaseResult{NotHeld: true})
 		return
+	case o.tries >= 2 && err != nil:
+		o.answer(messages.ReleaseResult{Err: err})
 	}
-	o.later(now, min(owedMax, lease/3))
+	o.later(now, min(owedMax, hb.leaseOf(o.h.lease)/3))
 	q.push(o)
 }

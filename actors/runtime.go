@@ -31,6 +31,23 @@ const (
 	KindGroup                 // MultiLock / RedLock coordinator
 )
 
+// tag names the kind in its actors' latch keys.
+func (k Kind) tag() string {
+	switch k {
+	case KindLock:
+		return "lock"
+	case KindFenced:
+		return "fenced"
+	case KindFair:
+		return "fair"
+	case KindRW:
+		return "rw"
+	case KindSemaphore:
+		return "sem"
+	}
+	return "group"
+}
+
 // Key identifies one lock actor within a runtime.
 type Key struct {
 	Kind Kind
@@ -46,6 +63,7 @@ type Config struct {
 	SemaphoreRecheck time.Duration      // how often a semaphore's waiters re-check without a message
 	PubSubHealth     time.Duration      // a silent subscription connection is pinged after this, and replaced if no PONG follows within it
 	CloseGrace       time.Duration      // how long Close waits for actors and commands still running
+	LatchKeep        time.Duration      // the least life of a request's latch record (see ledger.keepFor)
 	Sharding         redisio.Sharding   // SPUBLISH/SSUBSCRIBE (Redis Cluster 7+) or PUBLISH/SUBSCRIBE
 	ReplicaSync      redisio.SyncPolicy // WAIT after each change; a grant too few replicas confirmed is undone
 	Logger           *slog.Logger
@@ -91,6 +109,9 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	}
 	if cfg.PubSubHealth <= 0 {
 		cfg.PubSubHealth = 5 * time.Second
+	}
+	if cfg.LatchKeep <= 0 {
+		cfg.LatchKeep = DefaultLatchKeep
 	}
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = time.Second

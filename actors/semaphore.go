@@ -50,12 +50,9 @@ func (v semVerdict) refuses(m *messages.Acquire, now time.Time) bool {
 	return !v.until.IsZero() && now.Before(v.until) && m.Permits >= v.permits
 }
 
-// semaphoreKeep is how long a semaphore request's latch lives.
-const semaphoreKeep = time.Minute
-
 func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 	a := &semaphoreActor{base: base{rt: rt, key: key, entry: e}}
-	a.ledger = newLedger(&a.base, key.Name)
+	a.ledger = newLedger(&a.base)
 	return a
 }
 

@@ -22,7 +22,7 @@ type semAttempt struct {
 	news   uint64 // the actor's Wakes when it was sent
 }
 
-func (r *semAttempt) keep() time.Duration { return semaphoreKeep }
+func (r *semAttempt) keep() time.Duration { return r.a.ledger.keepFor(0) }
 
 func (r *semAttempt) run(op redisio.Op) redisio.Reply {
 	return r.a.rt.io.SemaphoreAcquire(r.a.rt.ctx, op, r.a.key.Name, r.m.Permits)
@@ -31,11 +31,16 @@ func (r *semAttempt) run(op redisio.Op) redisio.Reply {
 func (r *semAttempt) apply(rep redisio.Reply) { r.a.attempted(r, rep) }
 func (r *semAttempt) fail(err error)          { r.a.attemptFailed(r.m, r.queued, err) }
 
-func (r *semAttempt) notRun() {
+func (r *semAttempt) notRun(error) {
 	if !r.queued && r.m.Req.Pending() {
 		r.a.direct = append([]*messages.Acquire{r.m}, r.a.direct...)
 	}
 }
+
+// unknown: the permits may have been taken. They are taken as not: a
+// queued request tries again (if they had been, they are lost to the
+// semaphore, which errs on the side of fewer permits, never more).
+func (r *semAttempt) unknown() { r.notRun(nil) }
 
 func (a *semaphoreActor) attempted(at *semAttempt, r redisio.Reply) {
 	m, queued := at.m, at.queued
@@ -92,7 +97,7 @@ type semGiveBack struct {
 	o *owed
 }
 
-func (r *semGiveBack) keep() time.Duration { return semaphoreKeep }
+func (r *semGiveBack) keep() time.Duration { return r.a.ledger.keepFor(0) }
 
 func (r *semGiveBack) run(op redisio.Op) redisio.Reply {
 	return r.a.rt.io.SemaphoreAdd(r.a.rt.ctx, op, r.a.key.Name, r.o.n)
@@ -102,7 +107,7 @@ func (r *semGiveBack) apply(rep redisio.Reply) {
 	if _, err := rep.Int(); err != nil {
 		r.a.redisError(OpRelease, err)
 		r.o.answer(messages.ReleaseResult{Err: err})
-		r.notRun()
+		r.notRun(err)
 		return
 	}
 	r.o.answer(messages.ReleaseResult{})
@@ -114,8 +119,12 @@ func (r *semGiveBack) fail(err error) {
 	r.o.answer(messages.ReleaseResult{Err: err})
 }
 
+// unknown: the permits are taken as given back; sending them again could
+// make more permits than there are (see semAttempt.unknown).
+func (r *semGiveBack) unknown() { r.a.verdict = semVerdict{} }
+
 // notRun retries later, backing off.
-func (r *semGiveBack) notRun() {
+func (r *semGiveBack) notRun(error) {
 	r.o.later(time.Now(), owedMax)
 	r.a.owed.push(r.o)
 }
@@ -134,7 +143,7 @@ type semAdjust struct {
 	m *messages.Adjust
 }
 
-func (r *semAdjust) keep() time.Duration { return semaphoreKeep }
+func (r *semAdjust) keep() time.Duration { return r.a.ledger.keepFor(0) }
 
 func (r *semAdjust) run(op redisio.Op) redisio.Reply {
 	if r.m.SetOnly {
@@ -152,7 +161,10 @@ func (r *semAdjust) apply(rep redisio.Reply) {
 	}
 }
 
-func (r *semAdjust) notRun() { answerAdjust(r.m, messages.AdjustResult{Err: errNotApplied}) }
+func (r *semAdjust) notRun(error) { answerAdjust(r.m, messages.AdjustResult{Err: errNotApplied}) }
+
+// unknown: the caller has been told of the error that lost the reply (fail).
+func (r *semAdjust) unknown() {}
 
 func (r *semAdjust) fail(err error) {
 	r.a.redisError(OpAdjust, err)

@@ -36,7 +36,7 @@ func TestConcurrentScriptsShareRoundTrips(t *testing.T) {
 			for i := range each {
 				name := fmt.Sprint("batched-", g, "-", i)
 				start := time.Now()
-				r := c.Lock(ctx, Op{Latch: LatchKey(name, "c"), Seq: uint64(g*each + i + 1), Keep: time.Second}, name, owner, time.Minute)
+				r := c.Lock(ctx, Op{Latch: LatchKey(name, "c", "lock"), Seq: uint64(g*each + i + 1), Keep: time.Second}, name, owner, time.Minute)
 				if d := time.Since(start); int64(d) > slowest.Load() {
 					slowest.Store(int64(d))
 				}
@@ -63,7 +63,7 @@ func TestPostsAfterCloseAreDropped(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	c := NewConn(rdb, NewTopology(rdb, ShardOff, quiet), SyncPolicy{})
-	latch := LatchKey("posted", "c")
+	latch := LatchKey("posted", "c", "lock")
 	if err := rdb.Set(context.Background(), latch, "1:i1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

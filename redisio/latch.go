@@ -20,10 +20,12 @@ import (
 // learns whether the request ran and, if it had not, makes sure it never
 // will.
 
-// LatchKey is the latch of one Client's requests on one lock name; it shares
-// the lock's Cluster slot.
-func LatchKey(name, clientID string) string {
-	return Prefixed("lockactor_latch", name) + ":" + clientID
+// LatchKey is the latch of one Client's requests on one lock name of one
+// kind (kind names the Client's actor: Lock, FencedLock and ReadWriteLock
+// share a name's hash but are separate actors, each with requests of its
+// own in flight); it shares the lock's Cluster slot.
+func LatchKey(name, clientID, kind string) string {
+	return Prefixed("lockactor_latch", name) + ":" + clientID + ":" + kind
 }
 
 // Op identifies one latched request.
@@ -107,42 +109,69 @@ func (op Op) keepMS() int64 { return max(op.Keep.Milliseconds(), 1) }
 // it, however short-lived the request's own record would have been.
 const TombstoneKeep = time.Minute
 
-// ResolveThen settles a request whose reply was lost: then learns whether
-// it ran, and if so its recorded reply; a request that had not run is
-// cancelled in the same step, so it never will. The question goes out with
-// the latch's master's next pipeline, and then receives the answer on
-// another goroutine (it must not block), or at once when the question
-// cannot be queued.
-func (c *Conn) ResolveThen(ctx context.Context, op Op, then func(ran bool, r Reply, err error)) {
+// Settlement is what Redis remembers of a request whose reply was lost.
+type Settlement uint8
+
+// The settlements latch_resolve.lua gives.
+const (
+	// NotRun: the request did not run, and now never will (a newer record
+	// or its cancellation stands in its way).
+	NotRun Settlement = iota
+	// Ran: the request ran; the Reply is the one it gave.
+	Ran
+	// NoRecord: the latch holds no record at all. The request did not run if
+	// a record of it would still live (it is cancelled now, so it never
+	// will); past its record's life nobody can tell (see Op.Keep).
+	NoRecord
+)
+
+// ResolveThen settles a request whose reply was lost: then learns what Redis
+// remembers of it (a Settlement), and the recorded reply if it ran. The
+// question goes out with the latch's master's next pipeline, and then
+// receives the answer on another goroutine (it must not block), or at once
+// when the question cannot be queued.
+//
+// A settlement that finds the request ran renews its record, a write, so
+// that the WAIT that follows it with replica sync on measures this request
+// on every Redis version; a recorded grant that too few replicas confirmed
+// comes back Unsynced.
+func (c *Conn) ResolveThen(ctx context.Context, op Op, then func(s Settlement, r Reply, err error)) {
 	b, err := c.batcherFor(ctx, op.Latch)
 	if err != nil {
-		then(false, Reply{}, err)
+		then(NotRun, Reply{}, err)
 		return
 	}
 	keep := ms(max(op.Keep, TombstoneKeep))
 	read := func(r Reply) {
 		vals, _ := r.Val.([]any)
-		then(readResolve(vals, r.Err))
+		s, rep, err := readResolve(vals, r.Err)
+		rep.Unsynced = r.Unsynced && s == Ran
+		then(s, rep, err)
 	}
 	if !b.submit(ctx, read, scripts.Resolve, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), keep) {
-		then(false, Reply{}, ErrClosed)
+		then(NotRun, Reply{}, ErrClosed)
 	}
 }
 
 // readResolve reads latch_resolve.lua's reply.
-func readResolve(vals []any, err error) (ran bool, r Reply, _ error) {
+func readResolve(vals []any, err error) (Settlement, Reply, error) {
 	if err != nil {
-		return false, Reply{}, err
+		return NotRun, Reply{}, err
 	}
 	if len(vals) == 2 {
 		if code, ok := vals[1].(string); ok && vals[0] == int64(1) {
-			return true, decodeReply(code), nil
+			return Ran, decodeReply(code), nil
 		}
 	}
-	if len(vals) == 1 && vals[0] == int64(0) {
-		return false, Reply{}, nil
+	if len(vals) == 1 {
+		switch vals[0] {
+		case int64(0):
+			return NotRun, Reply{}, nil
+		case int64(2):
+			return NoRecord, Reply{}, nil
+		}
 	}
-	return false, Reply{}, fmt.Errorf("latch_resolve.lua: unexpected reply %v", vals)
+	return NotRun, Reply{}, fmt.Errorf("latch_resolve.lua: unexpected reply %v", vals)
 }
 
 // ForgetLatch deletes the latch, in the background, once seq, the Client's

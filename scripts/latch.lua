@@ -9,8 +9,9 @@
 -- script of this package, inserted where the marker is; its own KEYS and ARGV
 -- keep their numbers, and the wrapper's come after them:
 --
--- KEYS[#KEYS]    the latch, lockactor_latch:{name}:<clientUUID>: one per lock
---                name per Client, whose actor runs one request at a time
+-- KEYS[#KEYS]    the latch, lockactor_latch:{name}:<clientUUID>:<kind>: one
+--                per lock name, Client and kind, whose actor runs one request
+--                at a time
 -- ARGV[#ARGV-1]  the request's sequence number: increases per Client
 -- ARGV[#ARGV]    how long the latch is kept, in ms
 --
@@ -31,7 +32,10 @@ if kept then
         if ran > tonumber(seq) or code == 'c' then
             return redis.error_reply('LOCKACTOR_SKIPPED request ' .. seq)
         end
-        -- The same request again: replay its reply.
+        -- The same request again: replay its reply. Renewing the record's
+        -- life is a write, so that a WAIT after this copy measures a write
+        -- of its own (Redis 7.2+ counts only propagated writes).
+        redis.call('pexpire', latch, ARGV[#ARGV])
         local kind = string.sub(code, 1, 1)
         if kind == 'i' then
             return tonumber(string.sub(code, 2))

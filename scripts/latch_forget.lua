@@ -1,6 +1,6 @@
 -- latch_forget.lua: drop a latch once its last request is settled.
 --
--- KEYS[1]  the latch, lockactor_latch:{name}:<clientUUID> (see latch.lua)
+-- KEYS[1]  the latch, lockactor_latch:{name}:<clientUUID>:<kind> (see latch.lua)
 -- ARGV[1]  the sequence number of the Client's last request on this name
 --
 -- Deletes the latch only if it still records that request (or an older

@@ -1,0 +1,82 @@
+package lockactor_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/scripts"
+)
+
+// Tests of fixed leases (WithLease): a grant is handed out only with time
+// left on it, and leases too short to be served are refused up front.
+
+// A release that hands the lock straight to a local waiter, whose reply
+// comes back after the waiter's lease has run out, must not hand that
+// waiter a hold Redis has already dropped: before, Lock returned nil with
+// RemainingLease 0 and another Client's TryLock succeeded. Issue 17, item 1.
+func TestLateHandoffIsNotHandedOut(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb, hook := hooked(t, srv)
+	c, rival := newClient(t, rdb), newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	holder, waiter := c.Lock("late-handoff"), c.Lock("late-handoff")
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := lockAsyncWith(ctx, waiter, lockactor.WithLease(400*time.Millisecond))
+	time.Sleep(200 * time.Millisecond) // queued behind the holder
+	if err := scripts.Latched.Handoff.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hook.add(&faultRule{match: evalOf(scripts.Latched.Handoff.Hash()), times: 1, delay: 600 * time.Millisecond, after: true})
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if err := waitErr(t, done, 10*time.Second, "the waiter"); err != nil {
+		t.Fatalf("waiter's Lock: %v", err)
+	}
+	if ok, err := rival.Lock("late-handoff").TryLock(ctx); ok || err != nil {
+		t.Fatalf("another Client's TryLock = %v, %v right after the waiter's Lock returned: it was handed a hold already gone", ok, err)
+	}
+	if d, err := waiter.RemainingLease(ctx); d <= 0 || err != nil {
+		t.Fatalf("RemainingLease = %v, %v; want time left", d, err)
+	}
+}
+
+// A lease below MinLease is refused before anything is sent; before, a
+// 1µs lease made TryLock return false and Lock send thousands of acquire
+// and release scripts a second until its ctx ended. Issue 17, item 7.
+func TestTinyLeaseRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	c := newClient(t, rdb)
+	ctx := ctxFor(t, 10*time.Second)
+	l := c.Lock("tiny-lease")
+	before := commandsProcessed(t, rdb)
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"TryLock", func() error { _, err := l.TryLock(ctx, lockactor.WithLease(time.Microsecond)); return err }},
+		{"Lock", func() error {
+			lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			defer cancel()
+			return l.Lock(lctx, lockactor.WithLease(lockactor.MinLease-time.Nanosecond))
+		}},
+	}
+	for _, tc := range tests {
+		if err := tc.call(); !errors.Is(err, lockactor.ErrInvalidArgument) {
+			t.Errorf("%s with a lease below MinLease = %v, want ErrInvalidArgument", tc.name, err)
+		}
+	}
+	if n := commandsProcessed(t, rdb) - before; n > 2 {
+		t.Errorf("%d commands reached Redis for refused calls", n)
+	}
+	if ok, err := l.TryLock(ctx, lockactor.WithLease(lockactor.MinLease*20)); !ok || err != nil {
+		t.Fatalf("TryLock with a lease of 20 x MinLease = %v, %v", ok, err)
+	}
+}
