@@ -45,7 +45,7 @@ func TestOwedReleaseSparesNewerHoldOfSameHandle(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	hook.stop(refuse) // the old release may go through from now on
+	hook.stop(refuse)                   // the old release may go through from now on
 	time.Sleep(1500 * time.Millisecond) // the owed release is retried within a third of its lease
 	if ok, err := other.Lock("owed-relock").TryLock(ctx); ok || err != nil {
 		t.Fatalf("another Client's TryLock = %v, %v while the handle holds a 10s lease: the stale release freed it", ok, err)

@@ -48,8 +48,8 @@ type ledger struct {
 	b     *base
 	latch string // redisio.LatchKey of the name, Client and kind
 
-	last     uint64   // the sequence number of the last request sent
-	inflight request  // sent; its reply has not come back yet
+	last     uint64  // the sequence number of the last request sent
+	inflight request // sent; its reply has not come back yet
 	inflOp   redisio.Op
 	inflSent time.Time
 	pending  *unsettled
@@ -66,7 +66,7 @@ type unsettled struct {
 	op      redisio.Op
 	sent    time.Time // when it was handed to redisio
 	err     error     // the error that lost the reply
-	told    bool  // fail has run
+	told    bool      // fail has run
 	due     time.Time
 	backoff time.Duration
 }
