@@ -67,7 +67,10 @@ func runTorture(t *testing.T, seed int64, d time.Duration) {
 		dump = filepath.Join(dir, fmt.Sprintf("torture-%d.log", seed))
 	}
 	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, A: a, B: b, OwnerOf: lockactor.OwnerOf,
-		Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) }, DumpPath: dump})
+		Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) }, DumpPath: dump,
+		// Latch records outlived by the suite's longest outages (blocked
+		// settlements of up to 7s).
+		Options: []lockactor.Option{lockactor.WithLatchKeep(2 * time.Second)}})
 	t.Logf("torture seed %d figures:\n%s", seed, res.Figures)
 	if len(res.Violations) == 0 {
 		return

@@ -24,6 +24,9 @@ type Limits struct {
 	// RenewSlack: a renewal this soon after the Unlock returned may have been
 	// in flight already.
 	RenewSlack time.Duration
+	// NoDeadline: an Unlock or Release whose context has no deadline must
+	// return within this, whatever Redis does.
+	NoDeadline time.Duration
 }
 
 // DefaultLimits are the limits the suite runs with.
@@ -35,6 +38,7 @@ func DefaultLimits() Limits {
 		LiveGap:       1500 * time.Millisecond,
 		Recovery:      5 * time.Second,
 		RenewSlack:    50 * time.Millisecond,
+		NoDeadline:    10 * time.Second,
 	}
 }
 
@@ -51,6 +55,7 @@ const (
 	VFairQueue = "fair-queue"
 	VResources = "resources"
 	VWorkload  = "workload"
+	VGhost     = "ghost-grant"
 )
 
 // Violation is one thing the checker found wrong.
@@ -75,6 +80,7 @@ func Check(l *Log, lim Limits) []Violation {
 	vs = append(vs, CheckLiveness(l, live, lim)...)
 	vs = append(vs, CheckRenewals(l, lim)...)
 	vs = append(vs, CheckCallErrors(l, safe)...)
+	vs = append(vs, CheckGhostGrants(l)...)
 	slices.SortStableFunc(vs, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return vs
 }

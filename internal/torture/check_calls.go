@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/lockactor/lockactor"
 )
 
 // CheckHangs reports calls that returned more than lim.HangSlack after their
@@ -14,6 +16,7 @@ func CheckHangs(l *Log, lim Limits) []Violation {
 	for i := range l.Calls {
 		c := &l.Calls[i]
 		if c.CtxEnd.IsZero() {
+			vs = append(vs, noDeadlineHang(l, c, lim)...)
 			continue
 		}
 		end, how := c.End, "returned"
@@ -42,8 +45,19 @@ func CheckCallErrors(l *Log, safe []Span) []Violation {
 	var vs []Violation
 	for i := range l.Calls {
 		c := &l.Calls[i]
+		if tinyLease(c.Lease) && c.Out != OutInvalid {
+			vs = append(vs, Violation{Check: VErrors, At: c.End, Msg: fmt.Sprintf(
+				"%v: %s %s (g%d, %s) with a lease of %v, below MinLease, returned %s (%s), want ErrInvalidArgument",
+				c.Res, c.Prim, c.Op, c.G, c.Client, c.Lease, c.Out, c.Err)})
+			continue
+		}
 		switch c.Out {
-		case OutInvalid, OutClosed, OutPanic:
+		case OutInvalid:
+			if tinyLease(c.Lease) {
+				continue
+			}
+			fallthrough
+		case OutClosed, OutPanic:
 			vs = append(vs, Violation{Check: VErrors, At: c.End, Msg: fmt.Sprintf(
 				"%v: %s %s (g%d, %s, owner %v) at %s returned %s: %s", c.Res, c.Prim, c.Op, c.G, c.Client, c.Owners, l.at(c.Start), c.Out, c.Err)})
 		case OutNotHeld:
@@ -267,4 +281,82 @@ func (ri *renewIndex) judge(l *Log, t time.Time, lim Limits) (string, string) {
 		return VStray, fmt.Sprintf("no hold open and no acquire call in the %v before it", lim.Recovery)
 	}
 	return "", ""
+}
+
+// noDeadlineHang reports an Unlock or Release made without a deadline that
+// took longer than lim.NoDeadline (or never returned): a caller with
+// context.Background() must still get an answer.
+func noDeadlineHang(l *Log, c *Call, lim Limits) []Violation {
+	if c.Op != OpUnlock && c.Op != OpRelease {
+		return nil
+	}
+	end, how := c.End, "returned"
+	if !c.Returned() {
+		end, how = l.End, "had not returned by the end of the run,"
+	}
+	if took := end.Sub(c.Start); took > lim.NoDeadline {
+		return []Violation{{Check: VHang, At: c.Start.Add(lim.NoDeadline), Msg: fmt.Sprintf(
+			"%v: %s %s (g%d, %s, owner %v) without a deadline started %s and %s %v later (-> %s %s)",
+			c.Res, c.Prim, c.Op, c.G, c.Client, c.Owners, l.at(c.Start), how, took.Round(time.Millisecond), c.Out, c.Err)}}
+	}
+	return nil
+}
+
+// tinyLease reports a lease the library must refuse (WithLease below
+// MinLease).
+func tinyLease(d time.Duration) bool { return d > 0 && d < lockactor.MinLease }
+
+// CheckGhostGrants reports grants whose owner's field was missing in Redis
+// right after the caller got them: the library handed out a hold that had
+// already ended (a reply that came back after the lease ran out). A probe
+// is only judged when it came back soon after the grant (within a quarter
+// of the lease), and is excused where something else may have ended the
+// hold in between: a ForceUnlock of the name, a Lost before the probe, or a
+// SIGSTOP or restart of its server (a key's TTL runs on while the server is
+// stopped).
+func CheckGhostGrants(l *Log) []Violation {
+	var vs []Violation
+	for i := range l.Holds {
+		h := &l.Holds[i]
+		if !h.ProbeGone || ghostExcused(l, h) {
+			continue
+		}
+		vs = append(vs, Violation{Check: VGhost, At: h.Grant, Msg: fmt.Sprintf(
+			"%s: %s hold (g%d, owner %s) granted %s (call started %s), but its field was gone from Redis at %s",
+			h.Res, h.Prim, h.G, h.Owner, l.at(h.Grant), l.at(h.AcqStart), l.at(h.ProbeAt))})
+	}
+	return vs
+}
+
+func ghostExcused(l *Log, h *Hold) bool {
+	lease := h.LeaseLate.Sub(h.Grant) // the fixed lease; 0 for watchdog holds
+	if lease <= 0 {
+		lease = watchdog
+	}
+	if h.ProbeAt.Sub(h.Grant) > lease/4 || (!h.Lost.IsZero() && h.Lost.Before(h.ProbeAt)) {
+		return true
+	}
+	w := Interval{h.AcqStart, h.ProbeAt}
+	for i := range l.Calls {
+		c := &l.Calls[i]
+		if c.Op == OpForceUnlock && len(c.Res) > 0 && c.Res[0] == h.Res && overlapsCall(c, w, l.End) {
+			return true
+		}
+	}
+	for _, f := range l.Faults {
+		if (f.Kind == FaultPause || f.Kind == FaultRestart) && f.Server == serverOf(h.Res) && f.Start.Before(w.B) && f.End.After(w.A) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlapsCall reports whether call c ran during w (a call that never
+// returned runs to end).
+func overlapsCall(c *Call, w Interval, end time.Time) bool {
+	ce := c.End
+	if ce.IsZero() {
+		ce = end
+	}
+	return c.Start.Before(w.B) && ce.After(w.A)
 }

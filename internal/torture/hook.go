@@ -34,10 +34,12 @@ const (
 	EffectRefuse
 	EffectLoseReply
 	EffectDelay
+	EffectLateReply // the command runs; its reply comes back late
+	EffectBlock     // refused by a block window (FaultBlock)
 	numEffects
 )
 
-var effectNames = [numEffects]string{"none", "refuse", "lose-reply", "delay"}
+var effectNames = [numEffects]string{"none", "refuse", "lose-reply", "delay", "late-reply", "block"}
 
 // String names the effect.
 func (e Effect) String() string { return effectNames[e] }
@@ -50,12 +52,83 @@ type window struct {
 	rng    *rand.Rand
 }
 
-// Faults is the state the hooks of every Client share: the active window (if
-// any) and what was injected.
+// block is an active FaultBlock: every command of class from one Client.
+type block struct {
+	server string
+	client int
+	class  string
+}
+
+// Faults is the state the hooks of every Client share: the active windows
+// (if any) and what was injected.
 type Faults struct {
-	mu     sync.Mutex
-	active *window
-	counts [numEffects]int
+	mu      sync.Mutex
+	active  *window
+	blocked *block
+	counts  [numEffects]int
+}
+
+// Block starts refusing the commands p.Class names from p's Client.
+func (f *Faults) Block(p Planned) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blocked = &block{server: p.Server, client: p.Client, class: p.Class}
+}
+
+// Unblock ends the block window.
+func (f *Faults) Unblock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blocked = nil
+}
+
+// blocks reports whether a block window refuses cmds of server's client
+// (one of them is enough: a pipeline is refused whole), counting it.
+func (f *Faults) blocks(server string, client int, cmds []redis.Cmder) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.blocked
+	if b == nil || b.server != server || b.client != client {
+		return false
+	}
+	for _, cmd := range cmds {
+		if classOf(cmd.Args()) == b.class {
+			f.counts[EffectBlock]++
+			return true
+		}
+	}
+	return false
+}
+
+// The classes of command a block window can refuse.
+const (
+	ClassRelease = "release" // every latched release script
+	ClassResolve = "resolve" // settlements of lost replies (latch_resolve.lua)
+)
+
+var classBySHA = func() map[string]string {
+	m := map[string]string{scripts.Resolve.Hash(): ClassResolve}
+	for _, s := range []*redis.Script{scripts.Latched.Unlock, scripts.Latched.Handoff, scripts.Latched.FairUnlock,
+		scripts.Latched.ReadUnlock, scripts.Latched.WriteUnlock, scripts.Latched.SemaphoreRelease} {
+		m[s.Hash()] = ClassRelease
+	}
+	return m
+}()
+
+// classOf is the class of a script call (EVALSHA or EVAL), or "".
+func classOf(args []any) string {
+	if len(args) < 2 {
+		return ""
+	}
+	switch strings.ToLower(fmt.Sprint(args[0])) {
+	case "evalsha":
+		return classBySHA[fmt.Sprint(args[1])]
+	case "eval":
+		src, _ := args[1].(string)
+		sum := sha1.Sum([]byte(src))
+		return classBySHA[hex.EncodeToString(sum[:])]
+	}
+	return ""
 }
 
 // Open starts a hook fault window as p plans it.
@@ -88,14 +161,22 @@ func (f *Faults) draw(server string, client int) (Effect, time.Duration) {
 		return EffectNone, 0
 	}
 	e := EffectRefuse
-	switch r := w.rng.IntN(10); {
-	case r >= 7:
+	switch r := w.rng.IntN(20); {
+	case r >= 17:
+		e = EffectLateReply
+	case r >= 14:
 		e = EffectDelay
-	case r >= 4:
+	case r >= 8:
 		e = EffectLoseReply
 	}
 	f.counts[e]++
-	return e, 50*time.Millisecond + time.Duration(w.rng.Int64N(int64(250*time.Millisecond)))
+	d := 50*time.Millisecond + time.Duration(w.rng.Int64N(int64(250*time.Millisecond)))
+	if w.rng.IntN(3) == 0 {
+		// Longer than the shortest fixed leases (shortLease), up to twice
+		// them: a reply that comes back after its grant has expired.
+		d = shortLease + time.Duration(w.rng.Int64N(int64(2*shortLeaseMax-shortLease)))
+	}
+	return e, d
 }
 
 // Hook is the redis.Hook on one Client's go-redis client: it injects the
@@ -126,6 +207,10 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.observe(cmd)
+		if h.Faults.blocks(h.Server, h.Client, []redis.Cmder{cmd}) {
+			cmd.SetErr(ErrRefused)
+			return ErrRefused
+		}
 		e, d := h.Faults.draw(h.Server, h.Client)
 		switch e {
 		case EffectRefuse:
@@ -137,6 +222,10 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return ErrReplyLost
 		case EffectDelay:
 			time.Sleep(d)
+		case EffectLateReply:
+			err := next(ctx, cmd)
+			time.Sleep(d)
+			return err
 		}
 		return next(ctx, cmd)
 	}
@@ -149,8 +238,18 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 		for _, cmd := range cmds {
 			h.observe(cmd)
 		}
+		if h.Faults.blocks(h.Server, h.Client, cmds) {
+			for _, cmd := range cmds {
+				cmd.SetErr(ErrRefused)
+			}
+			return ErrRefused
+		}
 		e, d := h.Faults.draw(h.Server, h.Client)
 		switch e {
+		case EffectLateReply:
+			err := next(ctx, cmds)
+			time.Sleep(d)
+			return err
 		case EffectRefuse:
 			for _, cmd := range cmds {
 				cmd.SetErr(ErrRefused)

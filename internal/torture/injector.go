@@ -44,6 +44,11 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		r.faults.Open(p)
 		r.sleepUntil(f.Start.Add(p.Dur))
 		r.faults.Close()
+	case FaultBlock:
+		f.Detail = fmt.Sprintf("client %d, %s scripts", p.Client, p.Class)
+		r.faults.Block(p)
+		r.sleepUntil(f.Start.Add(p.Dur))
+		r.faults.Unblock()
 	case FaultKillPubSub, FaultKillNormal:
 		typ := "pubsub"
 		if p.Kind == FaultKillNormal {

@@ -190,6 +190,12 @@ type Hold struct {
 	// Skipped marks permits not released because Redis restarted while they
 	// were held (the epoch changed): the restart ends the hold.
 	Skipped bool
+	// ProbeAt is when a look at Redis right after the grant (HEXISTS of the
+	// owner's field, on an unhooked connection) came back; ProbeGone, that
+	// the field was not there: the caller was handed a hold Redis did not
+	// have. Zero when no probe was made (or it failed).
+	ProbeAt   time.Time
+	ProbeGone bool
 }
 
 // Field is the hash field the hold's owner writes, as renewals name it.
@@ -221,10 +227,14 @@ const (
 	FaultPause
 	FaultRestart
 	SemGen
+	// FaultBlock refuses every command of one class (releases, or
+	// settlements of lost replies) of one Client for a while: an outage
+	// longer than a lease or a latch record, seen by one kind of request.
+	FaultBlock
 	numFaultKinds
 )
 
-var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation"}
+var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation", "block"}
 
 // String names the fault.
 func (k FaultKind) String() string {

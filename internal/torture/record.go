@@ -34,8 +34,13 @@ type callCtx struct {
 // newCallCtx returns a context that ends after deadline, or after cancelAfter
 // when that is > 0 (a caller that gives up at a random point).
 func newCallCtx(deadline, cancelAfter time.Duration) *callCtx {
-	cc := &callCtx{deadline: time.Now().Add(deadline)}
-	cc.ctx, cc.cancel = context.WithDeadline(context.Background(), cc.deadline)
+	cc := &callCtx{}
+	if deadline == 0 {
+		cc.ctx, cc.cancel = context.WithCancel(context.Background())
+	} else {
+		cc.deadline = time.Now().Add(deadline)
+		cc.ctx, cc.cancel = context.WithDeadline(context.Background(), cc.deadline)
+	}
 	if cancelAfter > 0 {
 		cc.timer = time.AfterFunc(cancelAfter, func() {
 			cc.cancelAt.Store(time.Now().UnixNano())
@@ -49,7 +54,7 @@ func newCallCtx(deadline, cancelAfter time.Duration) *callCtx {
 // cancel, whichever came first.
 func (cc *callCtx) ended() time.Time {
 	if ns := cc.cancelAt.Load(); ns != 0 {
-		if t := time.Unix(0, ns); t.Before(cc.deadline) {
+		if t := time.Unix(0, ns); cc.deadline.IsZero() || t.Before(cc.deadline) {
 			return t
 		}
 	}
@@ -189,6 +194,14 @@ func (oh *openHold) end(skipped bool) {
 	if skipped {
 		h.Done, h.DoneOut = now, OutOK
 	}
+}
+
+// probed records a look at Redis right after the grant.
+func (oh *openHold) probed(at time.Time, gone bool) {
+	oh.rec.mu.Lock()
+	defer oh.rec.mu.Unlock()
+	h := &oh.rec.holds[oh.i]
+	h.ProbeAt, h.ProbeGone = at, gone
 }
 
 // released records the last Unlock's return (call i).

@@ -31,6 +31,9 @@ type Config struct {
 	Logf    func(string, ...any) // progress lines; nil: none
 	// DumpPath, if set, receives the whole event log as text (Log.Dump).
 	DumpPath string
+	// Options are added to every workload Client's (the package's tests
+	// pass a short latch record life, so that outages outlast it).
+	Options []lockactor.Option
 }
 
 // Result is what a run found.
@@ -230,7 +233,7 @@ func (r *runner) connect() {
 			if s.server == "A" && i == s.n-1 {
 				wd = shortWatchdog
 			}
-			c, err := lockactor.New(rdb, lockactor.WithWatchdogTimeout(wd))
+			c, err := lockactor.New(rdb, append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd)}, r.cfg.Options...)...)
 			if err != nil {
 				r.tb.Fatalf("torture: client %s: %v", name, err)
 			}

@@ -17,6 +17,7 @@ type Planned struct {
 	Client int
 	Prob   float64 // hook: chance that a command is hit
 	Seed   uint64  // hook: seeds its per-command draws
+	Class  string  // block: the class of command refused (ClassRelease, ClassResolve)
 }
 
 // String describes the planned fault for logs.
@@ -27,6 +28,9 @@ func (p Planned) String() string {
 	}
 	if p.Kind == FaultHook {
 		s += fmt.Sprintf(" (client %d, p=%.2f)", p.Client, p.Prob)
+	}
+	if p.Kind == FaultBlock {
+		s += fmt.Sprintf(" (client %d, %s)", p.Client, p.Class)
 	}
 	return s
 }
@@ -69,7 +73,7 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			// A shuffled bag rather than independent draws: every stretch of
 			// eight faults has the same mix, so no seed goes without hook
 			// windows (where most bugs show) or without a restart slot.
-			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart}
+			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart, FaultBlock, FaultBlock}
 			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
 		p := Planned{At: at, Kind: bag[0], Server: "A"}
@@ -97,6 +101,15 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			p.Seed = rng.Uint64()
 		case FaultPause:
 			p.Dur = between(200*time.Millisecond, 800*time.Millisecond)
+		case FaultBlock:
+			// Releases refused past a fixed lease (their hold expires while
+			// the release is owed); settlements refused past a latch
+			// record's life (LatchKeep in the run's options).
+			p.Client = rng.IntN(max(clients[p.Server], 1))
+			p.Class, p.Dur = ClassRelease, between(500*time.Millisecond, 3*time.Second)
+			if rng.IntN(2) == 0 {
+				p.Class, p.Dur = ClassResolve, between(time.Second, 7*time.Second)
+			}
 		}
 		out = append(out, p)
 		// A restart itself takes up to a second or two; leave it room.

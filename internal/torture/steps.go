@@ -3,6 +3,8 @@ package torture
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/lockactor/lockactor"
 )
@@ -46,7 +48,30 @@ func (w *worker) lockStep(p plan, prim Prim, cl *client, name string) {
 		}
 	}
 	critical(p, s)
-	if w.release(cl, l, prim, []string{res}, []string{owner}, count, p, h) || dirty {
+	if !w.release(cl, l, prim, []string{res}, []string{owner}, count, p, h) && !dirty {
+		return
+	}
+	if !p.relock || dirty {
+		w.forget(prim, cl, name)
+		return
+	}
+	w.relock(cl, l, prim, res, owner, name, p)
+}
+
+// relock locks again with the same handle right after its Unlock failed,
+// while that release may still be owed to Redis, with a lease long enough
+// that a release reaching Redis after this grant would free a hold that
+// still has most of its lease to run.
+func (w *worker) relock(cl *client, l *lockactor.Lock, prim Prim, res, owner, name string, p plan) {
+	s := shape{op: OpLock, lease: 10 * time.Second}
+	out, ci := w.acquireLock(cl, l, prim, res, owner, s, p.deadlines[2])
+	if out != OutOK {
+		w.forget(prim, cl, name)
+		return
+	}
+	h := w.grant(l, Hold{Prim: prim, Res: res, Owner: owner}, ci)
+	critical(p, shape{})
+	if w.release(cl, l, prim, []string{res}, []string{owner}, 1, p, h) {
 		w.forget(prim, cl, name)
 	}
 }
@@ -58,7 +83,21 @@ func (w *worker) grant(l *lockactor.Lock, h Hold, ci int) *openHold {
 		h.Token = l.Token()
 		w.rec.setToken(ci, h.Token)
 	}
-	return w.rec.open(h, ci, l.Lost())
+	oh := w.rec.open(h, ci, l.Lost())
+	w.probe(oh, h)
+	return oh
+}
+
+// probe looks, on an unhooked connection, whether Redis has the hold the
+// caller was just handed (see CheckGhostGrants).
+func (w *worker) probe(oh *openHold, h Hold) {
+	server, name, _ := strings.Cut(h.Res, "/")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	has, err := w.r.admin[server].HExists(ctx, name, h.Field()).Result()
+	if err == nil {
+		oh.probed(time.Now(), !has)
+	}
 }
 
 // release ends holds (just before the last Unlock) and unlocks count times;
@@ -71,7 +110,11 @@ func (w *worker) release(cl *client, l lockactor.Locker, prim Prim, res, owners 
 				h.end(false)
 			}
 		}
-		out, ci := w.unlock(cl, l, prim, res, owners, p.deadlines[3+i%3])
+		deadline := p.deadlines[3+i%3]
+		if p.noDeadline {
+			deadline = 0
+		}
+		out, ci := w.unlock(cl, l, prim, res, owners, deadline)
 		failed = failed || out != OutOK
 		last = ci
 		if i < count-1 {

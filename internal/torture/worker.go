@@ -21,10 +21,20 @@ const (
 	stepMulti
 	stepLockB
 	stepForce
+	stepShared
 	numSteps
 )
 
-var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1}
+var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10}
+
+// Fixed leases are mostly 1-4s; one in three is short (shortLease to
+// shortLeaseMax), so that fault delays (up to twice shortLeaseMax, see
+// Faults.draw) outlast them. A rare one is below MinLease, which the
+// library must refuse.
+const (
+	shortLease    = 200 * time.Millisecond
+	shortLeaseMax = 400 * time.Millisecond
+)
 
 // namesPerPrim is the pool of names per primitive: small, for contention.
 const namesPerPrim = 3
@@ -48,6 +58,12 @@ type plan struct {
 	rwShape   int           // 0-99: read, write, write-then-read
 	downgrade bool          // write-then-read: unlock the write view first
 	deadlines [6]time.Duration
+	// relock: after an Unlock that failed, the same handle locks again at
+	// once (the failed release is still owed to Redis).
+	relock bool
+	// noDeadline: the step's Unlocks run without a deadline.
+	noDeadline bool
+	fenced     bool // a shared-name step takes the name as a FencedLock
 }
 
 func drawPlan(rng *rand.Rand) plan {
@@ -63,6 +79,12 @@ func drawPlan(rng *rand.Rand) plan {
 	p.shape = rng.IntN(100)
 	p.wait = time.Duration(rng.Int64N(int64(500*time.Millisecond) + 1))
 	p.lease = time.Second + time.Duration(rng.Int64N(int64(3*time.Second)+1))
+	switch r := rng.IntN(100); {
+	case r < 2:
+		p.lease = time.Duration(rng.Int64N(int64(lockactor.MinLease))) + 1 // refused
+	case r < 35:
+		p.lease = shortLease + time.Duration(rng.Int64N(int64(shortLeaseMax-shortLease)+1))
+	}
 	p.cancel = time.Duration(rng.Int64N(int64(50*time.Millisecond))) + 1
 	p.crit = time.Duration(rng.Int64N(int64(5*time.Millisecond) + 1))
 	p.long = rng.IntN(40) == 0
@@ -74,6 +96,9 @@ func drawPlan(rng *rand.Rand) plan {
 	for i := range p.deadlines {
 		p.deadlines[i] = 500*time.Millisecond + time.Duration(rng.Int64N(int64(3500*time.Millisecond)+1))
 	}
+	p.relock = rng.IntN(2) == 0
+	p.noDeadline = rng.IntN(8) == 0
+	p.fenced = rng.IntN(2) == 0
 	return p
 }
 
@@ -160,13 +185,21 @@ func (w *worker) run() {
 			w.multiStep(p)
 		case stepForce:
 			w.forceStep(p)
+		case stepShared:
+			// One name taken as a Lock or a FencedLock through the same
+			// Client: two actors of one Client on one hash.
+			prim := PrimLock
+			if p.fenced {
+				prim = PrimFenced
+			}
+			w.lockStep(p, prim, w.ca, fmt.Sprintf("shared%d", p.name))
 		}
 	}
 }
 
 // lockHandle is this worker's handle (owner) on a lock name.
 func (w *worker) lockHandle(prim Prim, cl *client, name string) *lockactor.Lock {
-	k := fmt.Sprintf("%s/%s/%s", prim, cl.server, name)
+	k := handleKey(prim, cl, name)
 	if l := w.locks[k]; l != nil {
 		return l
 	}
@@ -188,7 +221,11 @@ func (w *worker) lockHandle(prim Prim, cl *client, name string) *lockactor.Lock 
 // tell what such an owner holds either, and a fresh owner keeps every later
 // hold of this worker unambiguous in the log.
 func (w *worker) forget(prim Prim, cl *client, name string) {
-	delete(w.locks, fmt.Sprintf("%s/%s/%s", prim, cl.server, name))
+	delete(w.locks, handleKey(prim, cl, name))
+}
+
+func handleKey(prim Prim, cl *client, name string) string {
+	return fmt.Sprintf("%s/%s/%s", prim, cl.server, name)
 }
 
 // acquireLock makes one acquire call of shape s on l (a handle of cl) and
@@ -217,7 +254,8 @@ func lockCall(ctx context.Context, l lockactor.Locker, s shape) (bool, error) {
 	return l.TryLock(ctx, opts...)
 }
 
-// unlock makes one Unlock call on l (a handle of cl) and records it.
+// unlock makes one Unlock call on l (a handle of cl) and records it; a
+// deadline of 0 means none (context.Background's).
 func (w *worker) unlock(cl *client, l lockactor.Locker, prim Prim, res, owners []string, deadline time.Duration) (Outcome, int) {
 	c := Call{Client: cl.name, Prim: prim, Op: OpUnlock, Res: res, Owners: owners}
 	cc := newCallCtx(deadline, 0)
