@@ -145,6 +145,10 @@ func (l *Lock) ask(ctx context.Context, o lockOptions, tryOnly bool, expired <-c
 // background until Redis confirms or the hold's lease has run out, and
 // Redis applies the release at most once; Lost closes if the hold turns out
 // to have been lost meanwhile. Do not call Unlock again for that hold.
+// Unlock does not wait for an outage to end: when a retry fails too, it
+// returns Redis's error while the release goes on. While a release is owed,
+// this handle's next Lock or TryLock waits for it (a release that reached
+// Redis after a newer grant to the same handle would free that grant).
 func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err
