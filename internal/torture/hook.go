@@ -52,12 +52,20 @@ type window struct {
 	rng    *rand.Rand
 }
 
-// block is an active FaultBlock: every command of class from one Client.
+// block is an active FaultBlock: every command of class from one Client
+// is refused. A block of settlements also loses the replies of that
+// Client's latched scripts with chance loseProb, so that there are lost
+// replies to settle while settlements cannot get through.
 type block struct {
 	server string
 	client int
 	class  string
+	rng    *rand.Rand
 }
+
+// blockLoseProb is the chance that a settlement block loses a latched
+// script's reply.
+const blockLoseProb = 0.3
 
 // Faults is the state the hooks of every Client share: the active windows
 // (if any) and what was injected.
@@ -72,7 +80,7 @@ type Faults struct {
 func (f *Faults) Block(p Planned) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.blocked = &block{server: p.Server, client: p.Client, class: p.Class}
+	f.blocked = &block{server: p.Server, client: p.Client, class: p.Class, rng: rand.New(rand.NewPCG(p.Seed, 2))}
 }
 
 // Unblock ends the block window.
@@ -82,28 +90,39 @@ func (f *Faults) Unblock() {
 	f.blocked = nil
 }
 
-// blocks reports whether a block window refuses cmds of server's client
-// (one of them is enough: a pipeline is refused whole), counting it.
-func (f *Faults) blocks(server string, client int, cmds []redis.Cmder) bool {
+// blocks is what a block window does to cmds of server's client:
+// EffectBlock when one of them is of the blocked class (a pipeline is
+// refused whole), EffectLoseReply for a latched script a settlement block
+// picked, else EffectNone. It counts what it did.
+func (f *Faults) blocks(server string, client int, cmds []redis.Cmder) Effect {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.blocked
 	if b == nil || b.server != server || b.client != client {
-		return false
+		return EffectNone
 	}
+	latched := false
 	for _, cmd := range cmds {
-		if classOf(cmd.Args()) == b.class {
+		switch c := classOf(cmd.Args()); {
+		case c == b.class:
 			f.counts[EffectBlock]++
-			return true
+			return EffectBlock
+		case c == ClassRelease || c == ClassAcquire:
+			latched = true
 		}
 	}
-	return false
+	if latched && b.class == ClassResolve && b.rng.Float64() < blockLoseProb {
+		f.counts[EffectLoseReply]++
+		return EffectLoseReply
+	}
+	return EffectNone
 }
 
 // The classes of command a block window can refuse.
 const (
 	ClassRelease = "release" // every latched release script
 	ClassResolve = "resolve" // settlements of lost replies (latch_resolve.lua)
+	ClassAcquire = "acquire" // every latched acquire script (never blocked)
 )
 
 var classBySHA = func() map[string]string {
@@ -111,6 +130,10 @@ var classBySHA = func() map[string]string {
 	for _, s := range []*redis.Script{scripts.Latched.Unlock, scripts.Latched.Handoff, scripts.Latched.FairUnlock,
 		scripts.Latched.ReadUnlock, scripts.Latched.WriteUnlock, scripts.Latched.SemaphoreRelease} {
 		m[s.Hash()] = ClassRelease
+	}
+	for _, s := range []*redis.Script{scripts.Latched.Lock, scripts.Latched.FencedLock, scripts.Latched.FairLock,
+		scripts.Latched.ReadLock, scripts.Latched.WriteLock, scripts.Latched.SemaphoreAcquire} {
+		m[s.Hash()] = ClassAcquire
 	}
 	return m
 }()
@@ -207,9 +230,14 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.observe(cmd)
-		if h.Faults.blocks(h.Server, h.Client, []redis.Cmder{cmd}) {
+		switch h.Faults.blocks(h.Server, h.Client, []redis.Cmder{cmd}) {
+		case EffectBlock:
 			cmd.SetErr(ErrRefused)
 			return ErrRefused
+		case EffectLoseReply:
+			_ = next(ctx, cmd)
+			cmd.SetErr(ErrReplyLost)
+			return ErrReplyLost
 		}
 		e, d := h.Faults.draw(h.Server, h.Client)
 		switch e {
@@ -238,11 +266,18 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 		for _, cmd := range cmds {
 			h.observe(cmd)
 		}
-		if h.Faults.blocks(h.Server, h.Client, cmds) {
+		switch h.Faults.blocks(h.Server, h.Client, cmds) {
+		case EffectBlock:
 			for _, cmd := range cmds {
 				cmd.SetErr(ErrRefused)
 			}
 			return ErrRefused
+		case EffectLoseReply:
+			_ = next(ctx, cmds)
+			for _, cmd := range cmds {
+				cmd.SetErr(ErrReplyLost)
+			}
+			return ErrReplyLost
 		}
 		e, d := h.Faults.draw(h.Server, h.Client)
 		switch e {

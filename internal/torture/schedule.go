@@ -73,7 +73,7 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			// A shuffled bag rather than independent draws: every stretch of
 			// eight faults has the same mix, so no seed goes without hook
 			// windows (where most bugs show) or without a restart slot.
-			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart, FaultBlock, FaultBlock}
+			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart, FaultBlock, FaultBlock, FaultBlock}
 			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
 		p := Planned{At: at, Kind: bag[0], Server: "A"}
@@ -106,10 +106,11 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			// the release is owed); settlements refused past a latch
 			// record's life (LatchKeep in the run's options).
 			p.Client = rng.IntN(max(clients[p.Server], 1))
-			p.Class, p.Dur = ClassRelease, between(500*time.Millisecond, 3*time.Second)
+			p.Class, p.Dur = ClassRelease, between(time.Second, 4*time.Second)
 			if rng.IntN(2) == 0 {
-				p.Class, p.Dur = ClassResolve, between(time.Second, 7*time.Second)
+				p.Class, p.Dur = ClassResolve, between(3*time.Second, 7*time.Second)
 			}
+			p.Seed = rng.Uint64()
 		}
 		out = append(out, p)
 		// A restart itself takes up to a second or two; leave it room.

@@ -80,9 +80,9 @@ func drawPlan(rng *rand.Rand) plan {
 	p.wait = time.Duration(rng.Int64N(int64(500*time.Millisecond) + 1))
 	p.lease = time.Second + time.Duration(rng.Int64N(int64(3*time.Second)+1))
 	switch r := rng.IntN(100); {
-	case r < 2:
+	case r < 1:
 		p.lease = time.Duration(rng.Int64N(int64(lockactor.MinLease))) + 1 // refused
-	case r < 35:
+	case r < 34:
 		p.lease = shortLease + time.Duration(rng.Int64N(int64(shortLeaseMax-shortLease)+1))
 	}
 	p.cancel = time.Duration(rng.Int64N(int64(50*time.Millisecond))) + 1
@@ -97,7 +97,7 @@ func drawPlan(rng *rand.Rand) plan {
 		p.deadlines[i] = 500*time.Millisecond + time.Duration(rng.Int64N(int64(3500*time.Millisecond)+1))
 	}
 	p.relock = rng.IntN(2) == 0
-	p.noDeadline = rng.IntN(8) == 0
+	p.noDeadline = rng.IntN(4) == 0
 	p.fenced = rng.IntN(2) == 0
 	return p
 }
