@@ -86,7 +86,9 @@ func WithPubSubHealthCheck(d time.Duration) Option {
 // (sharded, Redis 7+) or PUBLISH/SUBSCRIBE. Default: sharded on a
 // *redis.ClusterClient whose every master has SPUBLISH (asked once, at the
 // first lock operation; a Redis 6 Cluster gets the classic commands), as
-// Redisson 3.22+ does there; classic elsewhere. Turn it off on a cluster
+// Redisson 3.22+ does there; classic elsewhere, including a ClusterClient
+// with ClusterSlots set (redis.NewFailoverClusterClient over a Sentinel
+// group), which is not a Redis Cluster. Turn it off on a cluster
 // shared with Java clients older than 3.22.
 func WithShardedPubSub(on bool) Option {
 	return func(o *options) { o.sharded = &on }

@@ -178,7 +178,7 @@ func (c *Conn) subscribers(ctx context.Context, channel string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if c.topo.cluster != nil && !sharded {
+	if c.topo.real && !sharded {
 		return -1, nil
 	}
 	b, err := c.batcherFor(ctx, channel)

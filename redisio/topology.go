@@ -34,7 +34,8 @@ const (
 // silent.
 type Topology struct {
 	rdb     redis.UniversalClient
-	cluster *redis.ClusterClient // nil unless rdb is a Cluster client
+	cluster *redis.ClusterClient // nil unless rdb is a ClusterClient (commands are routed per master)
+	real    bool                 // rdb is a Redis Cluster, not a ClusterClient over one Sentinel group
 	mode    Sharding
 	log     *slog.Logger
 
@@ -62,7 +63,18 @@ const factsFresh = time.Second
 // NewTopology prepares the probes for rdb; it sends nothing.
 func NewTopology(rdb redis.UniversalClient, mode Sharding, log *slog.Logger) *Topology {
 	cc, _ := rdb.(*redis.ClusterClient)
-	return &Topology{rdb: rdb, cluster: cc, mode: mode, log: log, nodes: make(map[string]*nodeFacts)}
+	return &Topology{rdb: rdb, cluster: cc, real: IsCluster(rdb), mode: mode, log: log, nodes: make(map[string]*nodeFacts)}
+}
+
+// IsCluster reports whether rdb talks to a Redis Cluster. A
+// *redis.ClusterClient whose options carry ClusterSlots does not: go-redis's
+// NewFailoverClusterClient builds one over a Sentinel group (one master
+// serving every slot), and a user-supplied slot map routes to servers that
+// are not cluster-enabled. Those servers have no sharded pub/sub of their
+// own, and a Redisson client on them listens with SUBSCRIBE.
+func IsCluster(rdb redis.UniversalClient) bool {
+	cc, ok := rdb.(*redis.ClusterClient)
+	return ok && cc.Options().ClusterSlots == nil
 }
 
 // Sharded reports whether channels are sharded. In ShardAuto mode on a
@@ -73,7 +85,7 @@ func (t *Topology) Sharded(ctx context.Context) (bool, error) {
 	switch {
 	case t.mode == ShardOn:
 		return true, nil
-	case t.mode == ShardOff || t.cluster == nil:
+	case t.mode == ShardOff || !t.real:
 		return false, nil
 	}
 	if v := t.sharded.Load(); v != 0 {
