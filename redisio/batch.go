@@ -172,6 +172,7 @@ func (b *batcher) close(deadline time.Time) bool {
 // call answered MOVED (its slot left this master) goes through the cluster
 // client, unsynced.
 func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
+	b.resolvePublish(ctx, calls)
 	t := b.c.targetAt(ctx, b.addr, b.rdb)
 	if len(calls) == 1 && t.need == 0 {
 		// A lone call: EVALSHA with EVAL fallback, no pipeline.
@@ -211,6 +212,24 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	}
 	if len(again) > 0 {
 		b.send(ctx, again, false)
+	}
+}
+
+// resolvePublish replaces publishLater in the calls' arguments with the
+// publish command, asking the servers first if that is not settled yet:
+// here, on the flusher's goroutine, only this master's pipeline waits, and
+// at most probeWait.
+func (b *batcher) resolvePublish(ctx context.Context, calls []*batchCall) {
+	cmd := ""
+	for _, c := range calls {
+		for i, a := range c.args {
+			if _, ok := a.(publishLater); ok {
+				if cmd == "" {
+					cmd = publishName(b.c.topo.Sharded(ctx))
+				}
+				c.args[i] = cmd
+			}
+		}
 	}
 }
 
