@@ -167,9 +167,14 @@ func (b *batcher) close(deadline time.Time) bool {
 // send runs calls as one pipeline of EVALSHA. With replica sync on, one WAIT
 // at its end confirms every script in it (WAIT counts the offset of its own
 // connection's last write), and a reply is marked Unsynced when too few
-// replicas had it. Calls whose script the server does not know yet are
-// sent again, once (load is false then), after loading their scripts; a
-// call answered MOVED (its slot left this master) goes through the cluster
+// replicas had it. Calls on one slot run in the order they were queued:
+// where a slot has calls of different scripts, the first call of each such
+// script goes as EVAL, which loads it (a server that lost its cache may
+// have some scripts back, through other clients, and not others: a call
+// answered NOSCRIPT would otherwise run after a later call that found its
+// script). Calls answered NOSCRIPT are sent again at once, before any later
+// call, the first of each script as EVAL (load is false then). A call
+// answered MOVED (its slot left this master) goes through the cluster
 // client, unsynced.
 func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	b.resolvePublish(ctx, calls)
@@ -181,8 +186,19 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 		return
 	}
 	pipe := b.rdb.Pipeline()
+	var eval map[*redis.Script]bool // scripts whose next call goes as EVAL
+	if load {
+		eval = mixedScripts(calls)
+	} else {
+		eval = distinctScripts(calls)
+	}
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
+		if eval[c.script] {
+			delete(eval, c.script)
+			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
+			continue
+		}
 		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	var wait *redis.Cmd
@@ -204,7 +220,6 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	var again []*batchCall
 	for i, c := range calls {
 		if load && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
-			_ = c.script.Load(ctx, b.rdb).Err()
 			again = append(again, c)
 			continue
 		}
@@ -213,6 +228,43 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	if len(again) > 0 {
 		b.send(ctx, again, false)
 	}
+}
+
+// mixedScripts is the set of scripts of the calls on slots that carry more
+// than one script in this pipeline.
+func mixedScripts(calls []*batchCall) map[*redis.Script]bool {
+	if len(calls) < 2 {
+		return nil
+	}
+	first := make(map[int]*redis.Script, len(calls))
+	mixed := map[int]bool{}
+	for _, c := range calls {
+		slot := slotOf(c.keys[0])
+		if s, ok := first[slot]; !ok {
+			first[slot] = c.script
+		} else if s != c.script {
+			mixed[slot] = true
+		}
+	}
+	if len(mixed) == 0 {
+		return nil
+	}
+	var on []*batchCall
+	for _, c := range calls {
+		if mixed[slotOf(c.keys[0])] {
+			on = append(on, c)
+		}
+	}
+	return distinctScripts(on)
+}
+
+// distinctScripts is the set of the calls' scripts.
+func distinctScripts(calls []*batchCall) map[*redis.Script]bool {
+	out := make(map[*redis.Script]bool, len(calls))
+	for _, c := range calls {
+		out[c.script] = true
+	}
+	return out
 }
 
 // resolvePublish replaces publishLater in the calls' arguments with the
