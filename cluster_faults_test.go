@@ -2,11 +2,13 @@ package lockactor_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
 )
 
@@ -67,5 +69,90 @@ func TestClusterStoppedMasterSparesHealthyOnes(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// otherMaster is a master of cl that does not own key's slot.
+func otherMaster(t *testing.T, cl *redistest.Cluster, key string) *redistest.Server {
+	t.Helper()
+	from := cl.MasterFor(key)
+	for _, m := range cl.Masters() {
+		if m != from {
+			return m
+		}
+	}
+	t.Fatal("no other master")
+	return nil
+}
+
+// TestClusterSlotMigrationRetriesTryAgain: while a lock's slot is MIGRATING
+// (IMPORTING on its next owner), every lock script on it is answered
+// TRYAGAIN (its channel key never exists, so the keys are never all in one
+// place) or ASK. That went straight back to the caller: Unlock, TryLock and
+// Lock failed with "TRYAGAIN" and queued waiters were drained with it. A
+// TRYAGAIN means the script did not run; as Redisson does, the call is
+// retried, within its ctx, until the migration ends.
+func TestClusterSlotMigrationRetriesTryAgain(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	a, b := newClient(t, cl.Client(t)), newClient(t, cl.Client(t))
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "{migrating}"
+	holder := a.Lock(name)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	finish := cl.BeginSlotMove(t, name, otherMaster(t, cl, name))
+	const open = 500 * time.Millisecond // how long the slot stays half-moved
+	moved := make(chan error, 1)
+	go func() {
+		time.Sleep(open)
+		moved <- finish()
+	}()
+	start := time.Now()
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock on a migrating slot: %v", err)
+	}
+	if ok, err := b.Lock(name).TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock on a free lock of a migrating slot: %v, %v", ok, err)
+	}
+	waiter := a.Lock(name + "w")
+	if err := waiter.Lock(ctx); err != nil {
+		t.Fatalf("Lock on a migrating slot: %v", err)
+	}
+	if d := time.Since(start); d < open/2 {
+		t.Logf("the calls ended %v after the migration began: did the slot migrate at all?", d)
+	}
+	if err := <-moved; err != nil {
+		t.Fatal(err)
+	}
+	if err := waiter.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClusterMovedCallKeepsReplicaSync: a call answered MOVED (its slot had
+// moved to another master) was run again through the cluster client
+// without WAIT, so with the new master's replica frozen TryLock granted a
+// hold no replica had. The re-run goes to the new master followed by its
+// WAIT, and a grant too few replicas confirmed is undone.
+func TestClusterMovedCallKeepsReplicaSync(t *testing.T) {
+	cl := redistest.StartClusterReplicas(t, 3)
+	rdb := cl.Client(t)
+	c := newClient(t, rdb, lockactor.WithReplicaSync(-1, 300*time.Millisecond))
+	ctx := ctxFor(t, 30*time.Second)
+	first := "{moved-sync}1"
+	if ok, err := c.Lock(first).TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock before the move: %v, %v", ok, err)
+	}
+	to := otherMaster(t, cl, first)
+	cl.MoveSlot(t, first, to)
+	replica := cl.ReplicaOf(to)
+	replica.Pause(t)
+	defer replica.Resume(t)
+	// The Client's view of the slots is still the old one: the script goes
+	// to the old master first and is answered MOVED.
+	ok, err := c.Lock("{moved-sync}2").TryLock(ctx)
+	if ok || !errors.Is(err, lockactor.ErrNotReplicated) {
+		t.Fatalf("TryLock re-run after MOVED with the new master's replica frozen: %v, %v; want ErrNotReplicated", ok, err)
 	}
 }

@@ -202,9 +202,9 @@ func (c *Conn) subscribers(ctx context.Context, channel string) (int64, error) {
 	}
 	var counts map[string]int64
 	if sharded {
-		counts, err = b.rdb.PubSubShardNumSub(ctx, channel).Result()
+		counts, err = b.client().PubSubShardNumSub(ctx, channel).Result()
 	} else {
-		counts, err = b.rdb.PubSubNumSub(ctx, channel).Result()
+		counts, err = b.client().PubSubNumSub(ctx, channel).Result()
 	}
 	return counts[channel], err
 }
