@@ -66,7 +66,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.pubsubHealth <= 0 {
 		return nil, fmt.Errorf("%w: pub/sub health check %v <= 0", ErrInvalidArgument, o.pubsubHealth)
 	}
-	_, cluster := rdb.(*redis.ClusterClient)
+	cluster := redisio.IsCluster(rdb)
 	sharding := redisio.ShardAuto
 	if o.sharded != nil {
 		sharding = redisio.ShardOff

@@ -87,9 +87,12 @@ func WithPubSubHealthCheck(d time.Duration) Option {
 
 // WithShardedPubSub chooses how releases are announced: SPUBLISH/SSUBSCRIBE
 // (sharded, Redis 7+) or PUBLISH/SUBSCRIBE. Default: sharded on a
-// *redis.ClusterClient whose every master has SPUBLISH (asked once, at the
-// first lock operation; a Redis 6 Cluster gets the classic commands), as
-// Redisson 3.22+ does there; classic elsewhere. Turn it off on a cluster
+// *redis.ClusterClient whose masters have SPUBLISH (asked once, in the
+// background at the first lock operation, the first master to answer
+// deciding; a Redis 6 Cluster gets the classic commands), as
+// Redisson 3.22+ does there; classic elsewhere, including a ClusterClient
+// with ClusterSlots set (redis.NewFailoverClusterClient over a Sentinel
+// group), which is not a Redis Cluster. Turn it off on a cluster
 // shared with Java clients older than 3.22.
 func WithShardedPubSub(on bool) Option {
 	return func(o *options) { o.sharded = &on }

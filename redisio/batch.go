@@ -27,11 +27,13 @@ import (
 // stack) rather than starting one per pipeline.
 type batcher struct {
 	c    *Conn
-	addr string                // the master's address on a Cluster; "" otherwise
-	rdb  redis.UniversalClient // where pipelines go
+	addr string // the master's address on a Cluster; "" otherwise
 
 	mu       sync.Mutex
+	rdb      redis.UniversalClient // where pipelines go; replaced when go-redis replaces the node's client
 	pending  []*batchCall
+	later    []*batchCall // calls to send again at laterDue (batch_retry.go)
+	laterDue time.Time
 	flushing bool           // the flusher runs (sending, or idle and waiting)
 	wake     chan struct{}  // tells an idle flusher that calls are pending
 	stop     chan struct{}  // closed by close: an idle flusher exits
@@ -46,6 +48,8 @@ type batchCall struct {
 	keys   []string
 	args   []any
 	then   func(Reply) // takes the reply; nil for a post
+
+	retry // how often, and since when, it was sent again
 }
 
 // maxBatch bounds one pipeline.
@@ -90,17 +94,23 @@ func (b *batcher) queue(call *batchCall) bool {
 		return false
 	}
 	b.pending = append(b.pending, call)
+	b.startLocked()
+	return true
+}
+
+// startLocked starts the flusher if none runs, or wakes it if it is idle.
+// The caller holds b.mu.
+func (b *batcher) startLocked() {
 	if !b.flushing {
 		b.flushing = true
 		b.flushers.Add(1)
 		go b.flush()
-		return true
+		return
 	}
 	select {
 	case b.wake <- struct{}{}:
 	default: // a wake is already pending, or the flusher is sending
 	}
-	return true
 }
 
 // flush is the flusher: it sends pipelines while calls are pending, then
@@ -111,11 +121,12 @@ func (b *batcher) flush() {
 	idle := time.NewTimer(flusherIdle)
 	defer idle.Stop()
 	for {
+		b.redispatch()
 		if calls := b.take(); len(calls) > 0 {
 			b.send(calls[0].ctx, calls, true)
 			continue
 		}
-		idle.Reset(flusherIdle)
+		idle.Reset(b.idleFor())
 		select {
 		case <-b.wake:
 			continue
@@ -123,7 +134,7 @@ func (b *batcher) flush() {
 		case <-idle.C:
 		}
 		b.mu.Lock()
-		if len(b.pending) == 0 || b.closed {
+		if len(b.pending)+len(b.later) == 0 || b.closed {
 			b.flushing = false
 			b.mu.Unlock()
 			return
@@ -132,14 +143,15 @@ func (b *batcher) flush() {
 	}
 }
 
-// take removes up to maxBatch pending calls, oldest first.
+// take removes up to maxBatch pending calls, oldest first. Calls on a
+// slot that has calls waiting to be sent again wait behind them.
 func (b *batcher) take() []*batchCall {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := min(len(b.pending), maxBatch)
 	calls := append([]*batchCall(nil), b.pending[:n]...)
 	b.pending = b.pending[n:]
-	return calls
+	return b.holdBack(calls)
 }
 
 // close refuses calls from now on, tells the submitted calls still pending
@@ -152,8 +164,8 @@ func (b *batcher) close(deadline time.Time) bool {
 		return waitUntil(&b.flushers, deadline)
 	}
 	b.closed = true
-	dropped := b.pending
-	b.pending = nil
+	dropped := append(b.later, b.pending...)
+	b.pending, b.later = nil, nil
 	close(b.stop)
 	b.mu.Unlock()
 	for _, c := range dropped {
@@ -167,21 +179,38 @@ func (b *batcher) close(deadline time.Time) bool {
 // send runs calls as one pipeline of EVALSHA. With replica sync on, one WAIT
 // at its end confirms every script in it (WAIT counts the offset of its own
 // connection's last write), and a reply is marked Unsynced when too few
-// replicas had it. Calls whose script the server does not know yet are
-// sent again, once (load is false then), after loading their scripts; a
-// call answered MOVED (its slot left this master) goes through the cluster
-// client, unsynced.
+// replicas had it. Calls on one slot run in the order they were queued:
+// where a slot has calls of different scripts, the first call of each such
+// script goes as EVAL, which loads it (a server that lost its cache may
+// have some scripts back, through other clients, and not others: a call
+// answered NOSCRIPT would otherwise run after a later call that found its
+// script). Calls answered NOSCRIPT are sent again at once, before any later
+// call, the first of each script as EVAL (load is false then). A call
+// answered TRYAGAIN, MOVED or ASK is sent again later (batch_retry.go).
 func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
-	t := b.c.targetAt(ctx, b.addr, b.rdb)
+	b.resolvePublish(ctx, calls)
+	rdb := b.client()
+	t := b.c.targetAt(ctx, b.addr, rdb)
 	if len(calls) == 1 && t.need == 0 {
 		// A lone call: EVALSHA with EVAL fallback, no pipeline.
 		c := calls[0]
-		b.answer(ctx, c, c.script.Run(ctx, b.rdb, c.keys, c.args...), false)
+		b.answer(c, c.script.Run(ctx, rdb, c.keys, c.args...), false, rdb)
 		return
 	}
-	pipe := b.rdb.Pipeline()
+	pipe := rdb.Pipeline()
+	var eval map[*redis.Script]bool // scripts whose next call goes as EVAL
+	if load {
+		eval = mixedScripts(calls)
+	} else {
+		eval = distinctScripts(calls)
+	}
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
+		if eval[c.script] {
+			delete(eval, c.script)
+			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
+			continue
+		}
 		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	var wait *redis.Cmd
@@ -203,28 +232,79 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	var again []*batchCall
 	for i, c := range calls {
 		if load && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
-			_ = c.script.Load(ctx, b.rdb).Err()
 			again = append(again, c)
 			continue
 		}
-		b.answer(ctx, c, cmds[i], short)
+		b.answer(c, cmds[i], short, rdb)
 	}
 	if len(again) > 0 {
 		b.send(ctx, again, false)
 	}
 }
 
-// answer hands c its reply. A MOVED or ASK reply means the slot has left
-// this master (a resharding, a failover): the call goes again through the
-// cluster client, which follows the redirection (unsynced, this once), and
-// the next call on the key finds its new master.
-func (b *batcher) answer(ctx context.Context, c *batchCall, cmd *redis.Cmd, short bool) {
-	if isMoved(cmd.Err()) && b.c.topo.cluster != nil {
-		b.c.topo.forget(b.addr)
-		b.c.topo.cluster.ReloadState(ctx)
-		cmd = c.script.Run(ctx, b.c.rdb, c.keys, c.args...)
+// mixedScripts is the set of scripts of the calls on slots that carry more
+// than one script in this pipeline.
+func mixedScripts(calls []*batchCall) map[*redis.Script]bool {
+	if len(calls) < 2 {
+		return nil
 	}
+	first := make(map[int]*redis.Script, len(calls))
+	mixed := map[int]bool{}
+	for _, c := range calls {
+		slot := slotOf(c.keys[0])
+		if s, ok := first[slot]; !ok {
+			first[slot] = c.script
+		} else if s != c.script {
+			mixed[slot] = true
+		}
+	}
+	if len(mixed) == 0 {
+		return nil
+	}
+	var on []*batchCall
+	for _, c := range calls {
+		if mixed[slotOf(c.keys[0])] {
+			on = append(on, c)
+		}
+	}
+	return distinctScripts(on)
+}
+
+// distinctScripts is the set of the calls' scripts.
+func distinctScripts(calls []*batchCall) map[*redis.Script]bool {
+	out := make(map[*redis.Script]bool, len(calls))
+	for _, c := range calls {
+		out[c.script] = true
+	}
+	return out
+}
+
+// resolvePublish replaces publishLater in the calls' arguments with the
+// publish command, asking the servers first if that is not settled yet:
+// here, on the flusher's goroutine, only this master's pipeline waits, and
+// at most probeWait.
+func (b *batcher) resolvePublish(ctx context.Context, calls []*batchCall) {
+	cmd := ""
+	for _, c := range calls {
+		for i, a := range c.args {
+			if _, ok := a.(publishLater); ok {
+				if cmd == "" {
+					cmd = publishName(b.c.topo.Sharded(ctx))
+				}
+				c.args[i] = cmd
+			}
+		}
+	}
+}
+
+// answer hands c its reply, unless the reply proves that c did not run and
+// a later try can succeed (see retryable): then c is sent again later, to
+// its slot's master then (with that master's WAIT).
+func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short bool, rdb redis.UniversalClient) {
 	r := Reply{Val: cmd.Val(), Err: cmd.Err()}
+	if b.again(c, r, rdb) {
+		return
+	}
 	r.Unsynced = short && !r.Failed()
 	if c.then != nil {
 		c.then(r)
@@ -248,7 +328,9 @@ func (c *Conn) batcherFor(ctx context.Context, key string) (*batcher, error) {
 	if b == nil {
 		b = newBatcher(c, addr, m)
 		c.masters[addr] = b
+		return b, nil
 	}
+	b.setClient(m)
 	return b, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockactor/lockactor/internal/redistest"
 )
 
@@ -74,5 +76,53 @@ func TestPostsAfterCloseAreDropped(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if n := rdb.Exists(context.Background(), latch).Val(); n != 1 {
 		t.Fatal("a deletion posted after Close was sent")
+	}
+}
+
+// TestNoScriptKeepsOrderOnOneSlot: after the server lost its script cache
+// (SCRIPT FLUSH, a restart, a failover) other clients load back only the
+// scripts they use, so one call of a pipeline can get NOSCRIPT while a
+// later one on the same slot runs. The call that got NOSCRIPT was sent
+// again after the rest of the pipeline had run: a fair_cancel could land
+// after a newer fair_lock of the same owner. Calls on one slot must run in
+// the order they were queued.
+func TestNoScriptKeepsOrderOnOneSlot(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	c := NewConn(rdb, NewTopology(rdb, ShardOff, quiet), SyncPolicy{})
+	defer c.Close(time.Now().Add(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first := redis.NewScript(`return redis.call('rpush', KEYS[1], 'first')`)
+	second := redis.NewScript(`return redis.call('rpush', KEYS[1], 'second')`)
+	alone := redis.NewScript(`return redis.call('rpush', KEYS[1], 'alone')`) // the only one on its slot
+	const key = "{order}:log"
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Load(ctx, rdb).Err(); err != nil { // as another client's use would
+		t.Fatal(err)
+	}
+	var replies []Reply
+	record := func(r Reply) { replies = append(replies, r) }
+	c.batch.send(ctx, []*batchCall{
+		{ctx: ctx, script: first, keys: []string{key}, then: record},
+		{ctx: ctx, script: second, keys: []string{"{order}:other"}, then: record},
+		{ctx: ctx, script: alone, keys: []string{"{alone}"}, then: record},
+		{ctx: ctx, script: second, keys: []string{key}, then: record},
+	}, true)
+	if len(replies) != 4 {
+		t.Fatalf("%d replies for 4 calls", len(replies))
+	}
+	for i, r := range replies {
+		if r.Err != nil {
+			t.Fatalf("call %d: %v", i, r.Err)
+		}
+	}
+	if got := rdb.LRange(ctx, key, 0, -1).Val(); len(got) != 2 || got[0] != "first" || got[1] != "second" {
+		t.Fatalf("ran in the order %v, want [first second]", got)
+	}
+	if got := rdb.LRange(ctx, "{alone}", 0, -1).Val(); len(got) != 1 {
+		t.Fatalf("the call answered NOSCRIPT ran %d times, want once", len(got))
 	}
 }

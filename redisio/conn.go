@@ -37,22 +37,40 @@ var ErrClosed = errors.New("lockactor: client closed")
 // where replica sync sends its WAIT; sync says how many replicas confirm.
 func NewConn(rdb redis.UniversalClient, topo *Topology, sync SyncPolicy) *Conn {
 	c := &Conn{rdb: rdb, topo: topo, sync: sync, masters: make(map[string]*batcher)}
+	topo.spawn = c.spawn
 	c.batch = newBatcher(c, "", rdb)
 	return c
 }
 
-// publish is the command the scripts announce releases with: "spublish" on
-// a sharded Cluster, else "publish". See Topology.Sharded.
-func (c *Conn) publish(ctx context.Context) (string, error) {
-	sharded, err := c.topo.Sharded(ctx)
-	if err != nil {
-		return "", err
-	}
-	if sharded {
-		return "spublish", nil
-	}
-	return "publish", nil
+// publishCmd is the command the scripts announce releases with:
+// "spublish" on a sharded Cluster, else "publish" (see Topology.Sharded). It
+// may wait for the servers' answer: for calls made on their caller's
+// goroutine.
+func (c *Conn) publishCmd(ctx context.Context) string {
+	return publishName(c.topo.Sharded(ctx))
 }
+
+func publishName(sharded bool) string {
+	if sharded {
+		return "spublish"
+	}
+	return "publish"
+}
+
+// publishArg is the publish command for a script that goes through a
+// batcher, without waiting: the command itself once the servers have
+// answered, else a placeholder the batcher's flusher replaces as it sends
+// the script (resolvePublish), so no actor waits for the question.
+func (c *Conn) publishArg() any {
+	if sharded, ok := c.topo.decided(); ok {
+		return publishName(sharded)
+	}
+	return publishLater{}
+}
+
+// publishLater stands for the publish command in a queued script's
+// arguments until its pipeline is sent.
+type publishLater struct{}
 
 // Close refuses new guarded calls and waits until every guarded command that
 // outlived its caller has ended, or until deadline. It reports whether all
@@ -174,11 +192,8 @@ func (c *Conn) isClosed() bool {
 }
 
 func (c *Conn) subscribers(ctx context.Context, channel string) (int64, error) {
-	sharded, err := c.topo.Sharded(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if c.topo.cluster != nil && !sharded {
+	sharded := c.topo.Sharded(ctx)
+	if c.topo.real && !sharded {
 		return -1, nil
 	}
 	b, err := c.batcherFor(ctx, channel)
@@ -187,9 +202,9 @@ func (c *Conn) subscribers(ctx context.Context, channel string) (int64, error) {
 	}
 	var counts map[string]int64
 	if sharded {
-		counts, err = b.rdb.PubSubShardNumSub(ctx, channel).Result()
+		counts, err = b.client().PubSubShardNumSub(ctx, channel).Result()
 	} else {
-		counts, err = b.rdb.PubSubNumSub(ctx, channel).Result()
+		counts, err = b.client().PubSubNumSub(ctx, channel).Result()
 	}
 	return counts[channel], err
 }

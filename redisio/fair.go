@@ -33,10 +33,7 @@ func (c *Conn) FairLock(ctx context.Context, op Op, name, owner string, lease, w
 // Reply.Unlock).
 func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration, now time.Time) Reply {
 	keys := []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name), op.Latch}
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return Reply{Err: notSent{err}}
-	}
+	pub := c.publishArg()
 	return c.runLatched(ctx, op, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), pub, op.Seq, op.keepMS())
 }
 
@@ -45,10 +42,7 @@ func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease 
 // Running it twice changes nothing, so it needs no latch.
 func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration, now time.Time) (bool, error) {
 	keys := append(c.fairKeys(name), LockChannel(name))
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return false, err
-	}
+	pub := c.publishCmd(ctx)
 	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli()).Int64()
 	return n == 1, err
 }
@@ -59,11 +53,7 @@ func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Durati
 // cannot be queued; it must not block).
 func (c *Conn) FairCancelThen(ctx context.Context, name, owner string, w time.Duration, now time.Time, then func(bool, error)) {
 	keys := append(c.fairKeys(name), LockChannel(name))
-	pub, err := c.publish(ctx)
-	if err != nil {
-		then(false, err)
-		return
-	}
+	pub := c.publishArg()
 	c.submitFlag(ctx, then, scripts.FairCancel, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli())
 }
 
@@ -72,10 +62,7 @@ func (c *Conn) FairCancelThen(ctx context.Context, name, owner string, w time.Du
 // (fair_force_unlock.lua).
 func (c *Conn) FairForceUnlock(ctx context.Context, name string, now time.Time) (bool, error) {
 	keys := append(c.fairKeys(name), LockChannel(name))
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return false, err
-	}
+	pub := c.publishCmd(ctx)
 	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, now.UnixMilli(), pub).Int64()
 	return n == 1, err
 }

@@ -29,10 +29,7 @@ func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease 
 // Unlock runs unlock.lua for one hold of owner. Read with Reply.Unlock.
 func (c *Conn) Unlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
 	keys := []string{name, LockChannel(name), op.Latch}
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return Reply{Err: notSent{err}}
-	}
+	pub := c.publishArg()
 	return c.runLatched(ctx, op, scripts.Latched.Unlock, keys, UnlockMessage, ms(lease), owner, pub, op.Seq, op.keepMS())
 }
 
@@ -72,10 +69,7 @@ func (c *Conn) submitFlag(ctx context.Context, then func(bool, error), s *redis.
 // ForceUnlock deletes the lock whoever holds it; true if it existed.
 func (c *Conn) ForceUnlock(ctx context.Context, name string) (bool, error) {
 	keys := []string{name, LockChannel(name)}
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return false, err
-	}
+	pub := c.publishCmd(ctx)
 	n, err := scripts.ForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, pub).Int64()
 	return n == 1, err
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // Placing channels: a wanted channel may be on no connection for a while —
-// its Cluster master could not be found, or its slot moved away (Redis 7
+// whether to subscribe sharded is not known yet (Topology.Sharded), its
+// Cluster master could not be found, or its slot moved away (Redis 7
 // tells a shard channel's subscribers with a SUNSUBSCRIBE they did not ask
 // for, after a resharding or a failover). The placer puts such channels on
 // the connection of their current master, retrying every retryEvery after
@@ -57,7 +58,15 @@ func (p *PubSub) unsubscribed(s *shard, channel string) {
 // place runs until every unplaced channel is placed or unwanted, or Close.
 func (p *PubSub) place() {
 	defer p.loops.Done()
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-p.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		if cc, ok := p.rdb.(*redis.ClusterClient); ok {
 			cc.ReloadState(ctx)
@@ -67,13 +76,16 @@ func (p *PubSub) place() {
 			return
 		case <-time.After(retryEvery):
 		}
+		// Asked before p.mu is taken: the question may wait for the
+		// servers (bounded), and subscribers must not.
+		sharded := p.topo.Sharded(ctx)
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return
 		}
 		for ch := range p.unplaced {
-			if len(p.handlers[ch]) == 0 || p.join(ctx, ch) == nil {
+			if len(p.handlers[ch]) == 0 || p.join(ctx, ch, sharded) == nil {
 				delete(p.unplaced, ch)
 			}
 		}

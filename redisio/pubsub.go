@@ -78,9 +78,10 @@ type PubSub struct {
 
 // shard is one subscription connection and the loop that reads it.
 type shard struct {
-	addr   string
-	ps     *redis.PubSub // replaced by the loop after a failure
-	server string        // run_id behind the connection (Sentinel only; see masterMoved)
+	addr    string
+	sharded bool          // SSUBSCRIBE (else SUBSCRIBE), as Topology said when it opened
+	ps      *redis.PubSub // replaced by the loop after a failure
+	server  string        // run_id behind the connection (Sentinel only; see masterMoved)
 }
 
 // NewPubSub prepares a multiplexer on rdb; no connection opens until the first
@@ -131,7 +132,14 @@ func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint
 		}
 		return id, nil
 	}
-	err := p.join(ctx, channel)
+	sharded, ok := p.topo.decided()
+	if !ok {
+		// Whether to SSUBSCRIBE is not known yet: the placer asks (off
+		// this goroutine and p.mu) and subscribes.
+		p.unplace(channel)
+		return id, nil
+	}
+	err := p.join(ctx, channel, sharded)
 	if err != nil {
 		p.unplace(channel)
 	}
@@ -139,12 +147,8 @@ func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint
 }
 
 // join subscribes channel on the connection of its shard, opening it if
-// needed. The caller holds p.mu.
-func (p *PubSub) join(ctx context.Context, channel string) error {
-	sharded, err := p.topo.Sharded(ctx)
-	if err != nil {
-		return err
-	}
+// needed: SSUBSCRIBE when sharded. The caller holds p.mu.
+func (p *PubSub) join(ctx context.Context, channel string, sharded bool) error {
 	addr := ""
 	if cc, ok := p.rdb.(*redis.ClusterClient); ok && sharded {
 		master, err := cc.MasterForKey(ctx, channel)
@@ -155,7 +159,7 @@ func (p *PubSub) join(ctx context.Context, channel string) error {
 	}
 	s := p.shards[addr]
 	if s == nil {
-		s = &shard{addr: addr}
+		s = &shard{addr: addr, sharded: sharded}
 		p.shards[addr] = s
 		p.shardOf[channel] = s
 		s.ps = p.open(ctx, s)
@@ -179,7 +183,7 @@ func (p *PubSub) open(ctx context.Context, s *shard) *redis.PubSub {
 			chans = append(chans, ch)
 		}
 	}
-	if p.topo.known() {
+	if s.sharded {
 		return p.rdb.SSubscribe(ctx, chans...)
 	}
 	return p.rdb.Subscribe(ctx, chans...)
@@ -196,11 +200,11 @@ func (p *PubSub) command(ctx context.Context, s *shard, on bool, channel string)
 	}
 	switch {
 	case err != nil:
-	case on && p.topo.known():
+	case on && s.sharded:
 		err = s.ps.SSubscribe(ctx, channel)
 	case on:
 		err = s.ps.Subscribe(ctx, channel)
-	case p.topo.known():
+	case s.sharded:
 		p.leaving[channel]++
 		err = s.ps.SUnsubscribe(ctx, channel)
 	default:
@@ -357,7 +361,7 @@ func (p *PubSub) replace(s *shard, old *redis.PubSub, why error) bool {
 	if p.closed {
 		return false
 	}
-	if p.topo.known() {
+	if s.sharded {
 		// Sharded: the slots of these channels may have moved to other
 		// masters (a failover, a resharding); each is placed again where
 		// its slot lives now, and this connection's loop ends.

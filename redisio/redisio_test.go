@@ -123,3 +123,23 @@ func TestUnansweredPingReplacesConnection(t *testing.T) {
 	}
 	ev.await(t, Message, "after", 2*time.Second)
 }
+
+// TestSlotOf: slots as Redis computes them (CLUSTER KEYSLOT).
+func TestSlotOf(t *testing.T) {
+	for _, tt := range []struct {
+		key  string
+		slot int
+	}{
+		{"foo", 12182},
+		{"{user1000}.following", 3443},
+		{"{user1000}.followers", 3443},
+		{"foo{}{bar}", 8363},
+		{"foo{{bar}}zap", 4015},
+		{"foo{bar}{zap}", 5061},
+		{"", 0},
+	} {
+		if got := slotOf(tt.key); got != tt.slot {
+			t.Errorf("slotOf(%q) = %d, want %d", tt.key, got, tt.slot)
+		}
+	}
+}

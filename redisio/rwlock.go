@@ -35,10 +35,7 @@ func (c *Conn) WriteLock(ctx context.Context, op Op, name, owner string, lease t
 // Reply.Unlock).
 func (c *Conn) ReadUnlock(ctx context.Context, op Op, name, owner string) Reply {
 	keys := []string{name, RWChannel(name), RWHoldPrefix(name, owner), suffixBase(name), op.Latch}
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return Reply{Err: notSent{err}}
-	}
+	pub := c.publishArg()
 	return c.runLatched(ctx, op, scripts.Latched.ReadUnlock, keys, ReadUnlockMessage, owner, pub, op.Seq, op.keepMS())
 }
 
@@ -46,10 +43,7 @@ func (c *Conn) ReadUnlock(ctx context.Context, op Op, name, owner string) Reply 
 // Reply.Unlock).
 func (c *Conn) WriteUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
 	keys := []string{name, RWChannel(name), op.Latch}
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return Reply{Err: notSent{err}}
-	}
+	pub := c.publishArg()
 	return c.runLatched(ctx, op, scripts.Latched.WriteUnlock, keys, WriteUnlockMessage, ms(lease), WriteField(owner), pub, op.Seq, op.keepMS())
 }
 
@@ -67,10 +61,7 @@ func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, leas
 // RWForceUnlock deletes the lock if it is held in mode ("read" or "write").
 func (c *Conn) RWForceUnlock(ctx context.Context, name, mode string) (bool, error) {
 	keys := []string{name, RWChannel(name)}
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return false, err
-	}
+	pub := c.publishCmd(ctx)
 	n, err := scripts.RWForceUnlock.Run(ctx, c.rdb, keys, mode, pub).Int64()
 	return n == 1, err
 }

@@ -22,10 +22,7 @@ func (c *Conn) SemaphoreAcquire(ctx context.Context, op Op, name string, n int) 
 // which it returns (read with Reply.Int).
 func (c *Conn) SemaphoreAdd(ctx context.Context, op Op, name string, n int) Reply {
 	keys := []string{name, SemaphoreChannel(name), op.Latch}
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return Reply{Err: notSent{err}}
-	}
+	pub := c.publishArg()
 	return c.runLatched(ctx, op, scripts.Latched.SemaphoreRelease, keys, n, pub, op.Seq, op.keepMS())
 }
 
@@ -33,10 +30,7 @@ func (c *Conn) SemaphoreAdd(ctx context.Context, op Op, name string, n int) Repl
 // (read with Reply.Int).
 func (c *Conn) SemaphoreSet(ctx context.Context, op Op, name string, n int) Reply {
 	keys := []string{name, SemaphoreChannel(name), op.Latch}
-	pub, err := c.publish(ctx)
-	if err != nil {
-		return Reply{Err: notSent{err}}
-	}
+	pub := c.publishArg()
 	return c.runLatched(ctx, op, scripts.Latched.SemaphoreSet, keys, n, pub, op.Seq, op.keepMS())
 }
 

@@ -18,8 +18,8 @@ type Sharding int
 
 // The sharding modes.
 const (
-	// ShardAuto: sharded on a Cluster whose every master knows SPUBLISH
-	// (asked once, at first use); classic everywhere else.
+	// ShardAuto: sharded on a Cluster whose masters know SPUBLISH (asked in
+	// the background, at first use); classic everywhere else.
 	ShardAuto Sharding = iota
 	// ShardOn: always sharded.
 	ShardOn
@@ -34,15 +34,21 @@ const (
 // silent.
 type Topology struct {
 	rdb     redis.UniversalClient
-	cluster *redis.ClusterClient // nil unless rdb is a Cluster client
+	cluster *redis.ClusterClient // nil unless rdb is a ClusterClient (commands are routed per master)
+	real    bool                 // rdb is a Redis Cluster, not a ClusterClient over one Sentinel group
 	mode    Sharding
 	log     *slog.Logger
 
 	sharded atomic.Int32 // 0 undecided, 1 sharded, 2 classic
-	probe   sync.Mutex   // one SPUBLISH probe at a time
+	// spawn runs the SPUBLISH probe on a goroutine the Conn's Close waits
+	// for (nil: a plain goroutine); false once Close has begun.
+	spawn func(func()) bool
 
-	mu    sync.Mutex
-	nodes map[string]*nodeFacts // by master address; "" for a non-Cluster client
+	mu      sync.Mutex
+	probing chan struct{}         // closed when the running probe has an answer or gave up; nil: none runs
+	gaveUp  time.Time             // when the last probe ended without an answer
+	spub    map[string]bool       // by master address: whether it knows SPUBLISH
+	nodes   map[string]*nodeFacts // by master address; "" for a non-Cluster client
 }
 
 // nodeFacts is what one master told about its replication.
@@ -62,51 +68,151 @@ const factsFresh = time.Second
 // NewTopology prepares the probes for rdb; it sends nothing.
 func NewTopology(rdb redis.UniversalClient, mode Sharding, log *slog.Logger) *Topology {
 	cc, _ := rdb.(*redis.ClusterClient)
-	return &Topology{rdb: rdb, cluster: cc, mode: mode, log: log, nodes: make(map[string]*nodeFacts)}
+	return &Topology{
+		rdb: rdb, cluster: cc, real: IsCluster(rdb), mode: mode, log: log,
+		nodes: make(map[string]*nodeFacts),
+	}
+}
+
+// IsCluster reports whether rdb talks to a Redis Cluster. A
+// *redis.ClusterClient whose options carry ClusterSlots does not: go-redis's
+// NewFailoverClusterClient builds one over a Sentinel group (one master
+// serving every slot), and a user-supplied slot map routes to servers that
+// are not cluster-enabled. Those servers have no sharded pub/sub of their
+// own, and a Redisson client on them listens with SUBSCRIBE.
+func IsCluster(rdb redis.UniversalClient) bool {
+	cc, ok := rdb.(*redis.ClusterClient)
+	return ok && cc.Options().ClusterSlots == nil
+}
+
+// probeWait bounds how long a pipeline or a subscription waits for the
+// SPUBLISH probe's first answer before it goes on with the default.
+const probeWait = time.Second
+
+// probeTimeout bounds one SPUBLISH probe (go-redis may ignore it on a hung
+// node's socket; the probe's goroutine then ends with the read timeout).
+const probeTimeout = 5 * time.Second
+
+// probeAgain spaces probes that no master answered (a Cluster down, or
+// COMMAND refused by an ACL), so pipelines do not each start one.
+const probeAgain = 5 * time.Second
+
+// decided is the SPUBLISH question's answer when it is settled: ok false
+// while a ShardAuto Cluster's masters have not answered yet.
+func (t *Topology) decided() (sharded, ok bool) {
+	switch {
+	case t.mode == ShardOn:
+		return true, true
+	case t.mode == ShardOff || !t.real:
+		return false, true
+	}
+	if v := t.sharded.Load(); v != 0 {
+		return v == 1, true
+	}
+	return false, false
+}
+
+// shardedNow is decided's answer, or the default while there is none (a
+// Cluster: sharded, as Redis 7 and later have it), starting the probe in
+// the background. It never waits: lock actors and the pub/sub lock call it.
+func (t *Topology) shardedNow() bool {
+	if v, ok := t.decided(); ok {
+		return v
+	}
+	t.startProbe()
+	return true
 }
 
 // Sharded reports whether channels are sharded. In ShardAuto mode on a
-// Cluster the first call asks every master whether it knows SPUBLISH (Redis
-// 7+, and not renamed away); the answer holds for the Client's life. An
-// error means the masters could not be asked yet; the next call asks again.
-func (t *Topology) Sharded(ctx context.Context) (bool, error) {
-	switch {
-	case t.mode == ShardOn:
-		return true, nil
-	case t.mode == ShardOff || t.cluster == nil:
-		return false, nil
+// Cluster the masters are asked whether they know SPUBLISH (Redis 7+, and
+// not renamed away), in the background and concurrently; the first master
+// that answers settles it for the Client's life (the masters of one Cluster
+// run one version), so a hung master delays nobody. Sharded waits for that
+// answer up to probeWait or ctx, and meanwhile answers the default
+// (sharded). It may wait: never call it on an actor's goroutine or with
+// a lock held.
+func (t *Topology) Sharded(ctx context.Context) bool {
+	if v, ok := t.decided(); ok {
+		return v
 	}
-	if v := t.sharded.Load(); v != 0 {
-		return v == 1, nil
+	done := t.startProbe()
+	timer := time.NewTimer(probeWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	case <-ctx.Done():
 	}
-	t.probe.Lock()
-	defer t.probe.Unlock()
-	if v := t.sharded.Load(); v != 0 {
-		return v == 1, nil
-	}
-	var missing atomic.Bool
-	err := t.cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		ok, err := knows(ctx, n, "spublish")
-		if err == nil && !ok {
-			missing.Store(true)
-		}
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	if missing.Load() {
-		t.log.Warn("lockactor: a Cluster master lacks SPUBLISH (Redis < 7?); using PUBLISH/SUBSCRIBE")
-		t.sharded.Store(2)
-		return false, nil
-	}
-	t.sharded.Store(1)
-	return true, nil
+	return t.shardedNow()
 }
 
-// known is Sharded's answer once given (false before).
-func (t *Topology) known() bool {
-	return t.mode == ShardOn || (t.mode == ShardAuto && t.sharded.Load() == 1)
+// startProbe starts the SPUBLISH probe unless one runs, and returns the
+// channel closed when it has an answer or gave up.
+func (t *Topology) startProbe() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.probing != nil {
+		return t.probing
+	}
+	done := make(chan struct{})
+	if time.Since(t.gaveUp) < probeAgain {
+		close(done) // no master answered a moment ago: the default holds meanwhile
+		return done
+	}
+	t.probing = done
+	run := func() { t.probe(done) }
+	if t.spawn == nil || !t.spawn(run) {
+		if t.spawn != nil { // closing: nobody needs the answer
+			t.probing = nil
+			close(done)
+			return done
+		}
+		go run()
+	}
+	return done
+}
+
+// probe asks every master, concurrently, whether it knows SPUBLISH; the
+// first answer settles Sharded, and done is closed then (or when every
+// master failed).
+func (t *Topology) probe(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	var once sync.Once
+	answered := func() { once.Do(func() { close(done) }) }
+	_ = t.cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		ok, err := knows(ctx, n, "spublish")
+		if err != nil {
+			return err
+		}
+		t.record(n.Options().Addr, ok)
+		answered()
+		return nil
+	})
+	answered()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.probing = nil
+	if t.sharded.Load() == 0 {
+		t.gaveUp = time.Now()
+	}
+}
+
+// record takes one master's answer; the first answer decides.
+func (t *Topology) record(addr string, spublish bool) {
+	v := int32(1)
+	if !spublish {
+		v = 2
+	}
+	switch {
+	case t.sharded.CompareAndSwap(0, v):
+		if !spublish {
+			t.log.Warn("lockactor: a Cluster master lacks SPUBLISH (Redis < 7?); using PUBLISH/SUBSCRIBE", "addr", addr)
+		}
+	case t.sharded.Load() != v:
+		t.log.Warn("lockactor: Cluster masters disagree on SPUBLISH (a mixed-version Cluster?); keeping the first answer",
+			"addr", addr, "spublish", spublish, "sharded", t.sharded.Load() == 1)
+	}
 }
 
 // knows reports whether the server n has the command name.
