@@ -15,3 +15,15 @@ func ActorCount(c *Client) int { return c.rt.Actors() }
 // HandoffRun is the longest run of local hand-offs before other processes
 // get their chance at a lock.
 const HandoffRun = actors.HandoffRun
+
+// QueuedRW is the number of callers queued in the Client's actor for the
+// read-write lock name.
+func QueuedRW(c *Client, name string) int {
+	n := 0
+	c.rt.Census(func(k actors.Key, waiters int64) {
+		if k.Kind == actors.KindRW && k.Name == name {
+			n = int(waiters)
+		}
+	})
+	return n
+}
