@@ -20,6 +20,7 @@ type options struct {
 
 	syncReplicas int           // WithReplicaSync
 	syncTimeout  time.Duration // WithReplicaSync
+	syncAOF      bool          // WithReplicaSyncAOF
 
 	pubsubHealth time.Duration
 
@@ -95,8 +96,8 @@ func WithShardedPubSub(on bool) Option {
 // WithReplicaSync sets how changes are confirmed on replicas, as Redisson's
 // checkLockSyncedSlaves and slavesSyncTimeout do: every acquire, renew and
 // release script is followed, in the same round trip on the key's master, by
-// WAIT (WAITAOF where the master has AOF on and knows the command) for
-// replicas replicas, within timeout.
+// WAIT (WAITAOF with WithReplicaSyncAOF) for replicas replicas, within
+// timeout.
 //
 // replicas < 0 waits for every replica the master reports connected
 // (connected_slaves, read from the master when a script needs it and at
@@ -113,6 +114,19 @@ func WithShardedPubSub(on bool) Option {
 // (at debug). timeout <= 0 with sync on makes New fail.
 func WithReplicaSync(replicas int, timeout time.Duration) Option {
 	return func(o *options) { o.syncReplicas, o.syncTimeout = replicas, timeout }
+}
+
+// WithReplicaSyncAOF confirms changes with WAITAOF 0 N instead of WAIT N
+// when on: the N replicas have written the change to their AOF (fsync per
+// their appendfsync), not only received it. Every replica counted must run
+// with appendonly yes: a replica without AOF never acknowledges WAITAOF,
+// so with it among the required ones every grant would be undone. The
+// master's own AOF plays no part. WAITAOF needs Redis 7.2; where the server
+// lacks it WAIT confirms instead, with one warning. Default off: WAIT,
+// whatever the master's appendonly says. It does nothing while replica
+// sync is off.
+func WithReplicaSyncAOF(on bool) Option {
+	return func(o *options) { o.syncAOF = on }
 }
 
 // WithMeterProvider sends OpenTelemetry metrics to mp; default: the global

@@ -109,8 +109,8 @@ func TestReplicaSync(t *testing.T) {
 }
 
 // TestReplicaSyncFallbacks: the default policy sends no WAIT to a master
-// without replicas; a master with AOF on but no WAITAOF (Redis < 7.2) is
-// confirmed with WAIT from its first grant; a master that refuses WAIT
+// without replicas; a master with AOF on is confirmed with WAIT from its
+// first grant; a master that refuses WAIT
 // turns sync off for itself (with one warning) instead of failing every
 // grant.
 func TestReplicaSyncFallbacks(t *testing.T) {
@@ -136,8 +136,8 @@ func TestReplicaSyncFallbacks(t *testing.T) {
 		}
 	})
 	t.Run("AOFWithoutWAITAOF", func(t *testing.T) {
-		// AOF on asks for WAITAOF, which Redis 7.0 lacks: the master is
-		// asked once whether it has it, and WAIT confirms instead.
+		// AOF on the master does not choose WAITAOF (see
+		// TestReplicaSyncAOFOnlyWhenAsked): WAIT confirms at once.
 		pair := redistest.StartReplicated(t, "--appendonly", "yes")
 		c := newClient(t, pair.Master().Client(t), lockactor.WithReplicaSync(-1, 200*time.Millisecond))
 		// The very first grant must already be confirmed (or refused).
@@ -166,4 +166,46 @@ func TestReplicaSyncFallbacks(t *testing.T) {
 			t.Fatalf("%d warnings about WAIT, want 1:\n%s", n, buf.String())
 		}
 	})
+}
+
+// TestReplicaSyncAOFOnlyWhenAsked: a master with appendonly yes and a
+// replica without AOF. WAIT confirms by default (a replica without AOF
+// never acknowledges WAITAOF: choosing it from the master's AOF would undo
+// every grant on Redis 7.2+); WithReplicaSyncAOF asks for WAITAOF, which
+// this server (7.0) lacks: WAIT confirms instead, with one warning. Both
+// grant. On 7.0 this passes either way; TestSyncTargetWaitUnlessAOFAsked
+// (redisio) checks the choice a 7.2 master's facts lead to.
+func TestReplicaSyncAOFOnlyWhenAsked(t *testing.T) {
+	pair := redistest.StartReplicated(t)
+	ctx := ctxFor(t, 20*time.Second)
+	mrdb := pair.Master().Client(t)
+	if err := mrdb.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v := pair.Replica().Client(t).ConfigGet(ctx, "appendonly").Val()["appendonly"]; v != "no" {
+		t.Fatalf("replica appendonly = %q, want no", v)
+	}
+	for _, tt := range []struct {
+		name  string
+		aof   bool
+		warns int
+	}{
+		{"Default", false, 0},
+		{"AOFAsked", true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf syncBuffer
+			log := slog.New(slog.NewTextHandler(&buf, nil))
+			c := newClient(t, pair.Master().Client(t), lockactor.WithLogger(log),
+				lockactor.WithReplicaSync(1, time.Second), lockactor.WithReplicaSyncAOF(tt.aof))
+			for i := range 3 {
+				if ok, err := c.Lock("aof-master-" + tt.name + strconv.Itoa(i)).TryLock(ctx); !ok || err != nil {
+					t.Fatalf("TryLock %d: %v, %v", i, ok, err)
+				}
+			}
+			if n := strings.Count(buf.String(), "WAITAOF"); n != tt.warns {
+				t.Fatalf("%d warnings about WAITAOF, want %d:\n%s", n, tt.warns, buf.String())
+			}
+		})
+	}
 }

@@ -25,6 +25,9 @@ type Conn struct {
 	closed  bool
 	calls   sync.WaitGroup
 	masters map[string]*batcher // a Cluster's batchers, by master address
+
+	warnMu sync.Mutex
+	warned map[string]bool // once-per-Client warnings already logged (see warnOnce)
 }
 
 // ErrClosed is returned once Close has begun. It is the one value behind

@@ -3,14 +3,15 @@ package redisio
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Replica sync: a script that changes a lock is followed, on the same
-// connection and in the same round trip, by WAIT (WAITAOF when the master
-// has AOF on and knows the command), so that its reply says how many
+// connection and in the same round trip, by WAIT (WAITAOF when the policy
+// asks for it and the master knows the command), so that its reply says how many
 // replicas had the change when it came back. WAIT counts the replication
 // offset of its own connection's last write, which is why the two go out as
 // one pipeline on the key's master and not through the pooled client.
@@ -23,6 +24,13 @@ type SyncPolicy struct {
 	Replicas int
 	// Timeout bounds each WAIT.
 	Timeout time.Duration
+	// AOF confirms with WAITAOF (the replicas have the change in their
+	// AOF on disk) where the server has it, instead of WAIT. Every replica
+	// counted must have appendonly on: one without never acknowledges.
+	AOF bool
+	// Required: the user asked for sync (WithReplicaSync given), so a
+	// server that refuses WAIT does not turn it off: its grants are undone.
+	Required bool
 }
 
 // ErrNotReplicated: a grant too few replicas acknowledged was undone.
@@ -40,6 +48,10 @@ type syncTarget struct {
 // client is rdb. Errors reading the master's facts leave the pipeline
 // unsynced rather than failing it: its scripts will meet the same trouble
 // and report it.
+//
+// WAIT confirms unless the policy asks for WAITAOF: the master's AOF says
+// nothing of its replicas', and a replica without AOF never acknowledges
+// WAITAOF, so choosing it from the master's appendonly undid every grant.
 func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalClient) syncTarget {
 	if c.sync.Replicas == 0 {
 		return syncTarget{}
@@ -56,7 +68,56 @@ func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalCli
 	if need < 0 {
 		need = f.replicas
 	}
-	return syncTarget{addr: addr, need: need, aof: f.aof && !f.noAOF}
+	return syncTarget{addr: addr, need: need, aof: c.aofAt(ctx, addr, cl, f)}
+}
+
+// aofAt reports whether WAITAOF confirms on the master at addr: only when
+// the policy asks for it and the server has it (Redis 7.2+, asked once);
+// otherwise WAIT does, with one warning when WAITAOF was asked for.
+func (c *Conn) aofAt(ctx context.Context, addr string, cl *redis.Client, f nodeFacts) bool {
+	if !c.sync.AOF {
+		return false
+	}
+	if !f.aofKnown {
+		has, err := knows(ctx, cl, "waitaof")
+		if err != nil {
+			return false // WAIT this time; asked again with the next pipeline
+		}
+		f = c.topo.knowsAOF(addr, has)
+	}
+	if f.noAOF {
+		c.warnOnce("waitaof", slog.LevelWarn, "lockactor: WAITAOF was asked for but the server lacks it (Redis < 7.2); WAIT confirms instead", "addr", addr)
+	}
+	return !f.noAOF
+}
+
+// knowsAOF records whether the master at addr has WAITAOF.
+func (t *Topology) knowsAOF(addr string, has bool) nodeFacts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.nodes[addr]
+	if f == nil {
+		f = &nodeFacts{}
+		t.nodes[addr] = f
+	}
+	f.aofKnown, f.noAOF = true, !has
+	return *f
+}
+
+// warnOnce logs msg at level the first time key is warned of in this
+// Client's life: a misconfiguration is said once, loudly, not per call.
+func (c *Conn) warnOnce(key string, level slog.Level, msg string, args ...any) {
+	c.warnMu.Lock()
+	if c.warned[key] {
+		c.warnMu.Unlock()
+		return
+	}
+	if c.warned == nil {
+		c.warned = make(map[string]bool)
+	}
+	c.warned[key] = true
+	c.warnMu.Unlock()
+	c.topo.log.Log(context.Background(), level, msg, args...)
 }
 
 // queueWait adds the WAIT (or WAITAOF) for t to pipe.
