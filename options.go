@@ -20,6 +20,7 @@ type options struct {
 
 	syncReplicas int           // WithReplicaSync
 	syncTimeout  time.Duration // WithReplicaSync
+	syncGiven    bool          // WithReplicaSync was passed: a requirement
 	syncAOF      bool          // WithReplicaSyncAOF
 
 	pubsubHealth time.Duration
@@ -103,9 +104,17 @@ func WithShardedPubSub(on bool) Option {
 // (connected_slaves, read from the master when a script needs it and at
 // most a second old; an idle Client sends nothing); replicas == 0 turns sync
 // off; replicas > 0 asks for that many. The default, WithReplicaSync(-1,
-// time.Second), costs nothing on a master without replicas, and a server
-// that refuses WAIT (some managed offerings) turns it off for itself, with
-// one warning in the log.
+// time.Second), costs nothing on a master without replicas.
+//
+// A server that refuses WAIT (the command is missing on some managed
+// offerings, or an ACL denies it: NOPERM) is logged once per Client, at
+// error level for an ACL. Under the default (this option not passed) sync
+// is then off for that server and grants succeed unconfirmed. Passing
+// WithReplicaSync makes it a requirement: grants there are undone (TryLock
+// returns ErrNotReplicated, Lock waits) until WAIT is allowed, rather than
+// reported unconfirmed. replicas < 0 needs INFO to count the replicas: an
+// ACL that denies INFO turns sync off for that server (logged once); an
+// explicit count needs no INFO.
 //
 // A grant confirmed by fewer replicas than required is undone at once (the
 // hold is released on the master): Lock keeps trying until its ctx ends,
@@ -113,7 +122,7 @@ func WithShardedPubSub(on bool) Option {
 // that too few replicas confirmed stands on the master and is only logged
 // (at debug). timeout <= 0 with sync on makes New fail.
 func WithReplicaSync(replicas int, timeout time.Duration) Option {
-	return func(o *options) { o.syncReplicas, o.syncTimeout = replicas, timeout }
+	return func(o *options) { o.syncReplicas, o.syncTimeout, o.syncGiven = replicas, timeout, true }
 }
 
 // WithReplicaSyncAOF confirms changes with WAITAOF 0 N instead of WAIT N

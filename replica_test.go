@@ -209,3 +209,63 @@ func TestReplicaSyncAOFOnlyWhenAsked(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaSyncACLDenied guards past defects with an ACL user that may
+// not run WAIT or INFO. WAIT denied (NOPERM) made every TryLock return
+// ErrNotReplicated and Lock never succeed, with nothing logged; INFO denied
+// turned sync off silently, even for an explicit replica count. Now each is
+// said once per Client at error level, and: under the default policy a
+// denied WAIT or INFO turns sync off (grants succeed); an explicit
+// WithReplicaSync is a requirement: a denied WAIT undoes grants
+// (ErrNotReplicated), and an explicit count needs no INFO, so it is still
+// confirmed (here: refused, with the replica frozen).
+func TestReplicaSyncACLDenied(t *testing.T) {
+	pair := redistest.StartReplicated(t)
+	ctx := ctxFor(t, 30*time.Second)
+	mrdb := pair.Master().Client(t)
+	for user, rule := range map[string]string{"nowait": "-wait", "noinfo": "-info"} {
+		if err := mrdb.Do(ctx, "acl", "setuser", user, "on", ">pw", "~*", "&*", "+@all", rule).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		user   string
+		opts   []lockactor.Option
+		frozen bool  // the replica is paused during the TryLocks
+		want   error // nil: granted
+		logged string
+	}{
+		{"WaitDeniedDefault", "nowait", nil, false, nil, "denies WAIT"},
+		{"WaitDeniedExplicit", "nowait", []lockactor.Option{lockactor.WithReplicaSync(1, 200*time.Millisecond)}, false, lockactor.ErrNotReplicated, "refuses WAIT"},
+		{"InfoDeniedDefault", "noinfo", nil, false, nil, "denies INFO"},
+		{"InfoDeniedExplicitCount", "noinfo", []lockactor.Option{lockactor.WithReplicaSync(1, 200*time.Millisecond)}, true, lockactor.ErrNotReplicated, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf syncBuffer
+			log := slog.New(slog.NewTextHandler(&buf, nil))
+			rdb := pair.Master().ClientWith(t, func(o *redis.Options) { o.Username, o.Password = tt.user, "pw" })
+			c := newClient(t, rdb, append(tt.opts, lockactor.WithLogger(log))...)
+			if tt.frozen {
+				pair.Replica().Pause(t)
+				defer pair.Replica().Resume(t)
+			}
+			for i := range 3 {
+				ok, err := c.Lock(tt.name + strconv.Itoa(i)).TryLock(ctx)
+				switch {
+				case tt.want == nil && (!ok || err != nil):
+					t.Fatalf("TryLock %d: %v, %v; want granted", i, ok, err)
+				case tt.want != nil && (ok || !errors.Is(err, tt.want)):
+					t.Fatalf("TryLock %d: %v, %v; want %v", i, ok, err, tt.want)
+				}
+			}
+			errs := strings.Count(buf.String(), "level=ERROR")
+			switch {
+			case tt.logged == "" && errs != 0:
+				t.Fatalf("%d errors logged, want none:\n%s", errs, buf.String())
+			case tt.logged != "" && (errs != 1 || !strings.Contains(buf.String(), tt.logged)):
+				t.Fatalf("%d errors logged, want 1 saying %q:\n%s", errs, tt.logged, buf.String())
+			}
+		})
+	}
+}

@@ -61,6 +61,16 @@ func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalCli
 		return syncTarget{} // a Ring, or a Cluster client: no one connection
 	}
 	f, err := c.topo.facts(ctx, addr, cl)
+	if isNoPerm(err) {
+		// An explicit count needs no INFO; "every replica" cannot be
+		// counted, so sync is off there until INFO is allowed.
+		c.topo.denyInfo(addr)
+		if c.sync.Replicas < 0 {
+			c.warnOnce("info", slog.LevelError, "lockactor: replica sync is off: the server denies INFO (ACL), so its replicas cannot be counted; allow INFO to this user, or give WithReplicaSync an explicit count", "addr", addr, "err", err)
+			return syncTarget{}
+		}
+		f, err = nodeFacts{}, nil
+	}
 	if err != nil || f.noWait {
 		return syncTarget{}
 	}
@@ -90,6 +100,63 @@ func (c *Conn) aofAt(ctx context.Context, addr string, cl *redis.Client, f nodeF
 	}
 	return !f.noAOF
 }
+
+// waitRefused handles a WAIT (or WAITAOF) the master at t.addr refused: a
+// missing command (some managed offerings) or an ACL denial (NOPERM). It
+// reports true when the pipeline's changes stand because sync is now off
+// for that master; false when they count as unconfirmed (grants undone).
+// Either way the cause is logged once per Client, as an error: silence
+// here once meant every TryLock failing with nothing in the log.
+//
+// WAITAOF refused: WAIT from the next pipeline on. WAIT refused under an
+// explicit WithReplicaSync (Required): the requirement stands, so nothing
+// can be granted there until WAIT is allowed. Under the default policy:
+// sync off for that master.
+func (c *Conn) waitRefused(t syncTarget, err error) bool {
+	denied := isNoPerm(err)
+	if !denied && !isUnknownCommand(err) {
+		return false
+	}
+	switch {
+	case t.aof:
+		c.topo.refuse(t.addr, true, err)
+		c.warnOnce("waitaof-refused", slog.LevelWarn, "lockactor: the server refuses WAITAOF; WAIT confirms instead", "addr", t.addr, "err", err)
+		return true
+	case c.sync.Required:
+		c.warnOnce("wait-required", slog.LevelError, "lockactor: the server refuses WAIT, so no change can be confirmed on replicas: every grant there is undone (TryLock returns ErrNotReplicated, Lock waits) until WAIT is allowed; allow WAIT to this user, or drop WithReplicaSync", "addr", t.addr, "err", err)
+		return false
+	case !denied:
+		c.topo.refuse(t.addr, false, err) // logs once per master
+		return true
+	}
+	c.topo.waitOff(t.addr)
+	c.warnOnce("wait-denied", slog.LevelError, "lockactor: replica sync is off: the server denies WAIT (ACL), so grants are not confirmed on replicas; allow WAIT to this user, or pass WithReplicaSync(0, ...) to say sync is not wanted", "addr", t.addr, "err", err)
+	return true
+}
+
+// waitOff turns sync off for the master at addr (its WAIT is denied),
+// without refuse's log: waitRefused says why.
+func (t *Topology) waitOff(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f := t.nodes[addr]; f != nil {
+		f.noWait = true
+	}
+}
+
+// denyInfo keeps empty facts for the master at addr for factsFresh: its
+// INFO is denied, and asking again before every pipeline would only add a
+// round trip.
+func (t *Topology) denyInfo(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f := t.nodes[addr]; f != nil {
+		f.read, f.replicas, f.aof = time.Now(), 0, false
+	}
+}
+
+// isNoPerm reports an ACL denial.
+func isNoPerm(err error) bool { return redis.HasErrorPrefix(err, "NOPERM") }
 
 // knowsAOF records whether the master at addr has WAITAOF.
 func (t *Topology) knowsAOF(addr string, has bool) nodeFacts {
