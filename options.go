@@ -106,6 +106,14 @@ func WithShardedPubSub(on bool) Option {
 // off; replicas > 0 asks for that many. The default, WithReplicaSync(-1,
 // time.Second), costs nothing on a master without replicas.
 //
+// "Every connected replica" can be none: a master drops a replica that lags
+// past repl-timeout (or dies), and from then on the default confirms grants
+// with no replica at all, and they succeed, just when a failover is most
+// likely to lose them. Where a grant must survive a failover, give an
+// explicit count (WithReplicaSync(1, time.Second): such grants fail with
+// ErrNotReplicated), or set min-replicas-to-write on the master so that it
+// refuses the write itself.
+//
 // A server that refuses WAIT (the command is missing on some managed
 // offerings, or an ACL denies it: NOPERM) is logged once per Client, at
 // error level for an ACL. Under the default (this option not passed) sync

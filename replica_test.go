@@ -269,3 +269,50 @@ func TestReplicaSyncACLDenied(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaSyncDefaultFollowsConnectedReplicas shows documented
+// behaviour, not a defect: the default (-1) waits for the replicas the
+// master reports connected, so once the master drops its replica (here:
+// the replica dies) grants are confirmed by nobody and still succeed. The
+// remedies the option's doc gives hold: an explicit count refuses such
+// grants (ErrNotReplicated), and min-replicas-to-write makes the master
+// refuse the write itself.
+func TestReplicaSyncDefaultFollowsConnectedReplicas(t *testing.T) {
+	pair := redistest.StartReplicated(t)
+	ctx := ctxFor(t, 30*time.Second)
+	mrdb := pair.Master().Client(t)
+	auto := newClient(t, pair.Master().Client(t))
+	explicit := newClient(t, pair.Master().Client(t), lockactor.WithReplicaSync(1, 200*time.Millisecond))
+	for _, c := range []*lockactor.Client{auto, explicit} {
+		if ok, err := c.Lock("zero-replicas-before").TryLock(ctx); !ok || err != nil {
+			t.Fatalf("TryLock with the replica up: %v, %v", ok, err)
+		}
+		_, _ = c.Lock("zero-replicas-before").ForceUnlock(ctx)
+	}
+
+	pair.Replica().Kill(t)
+	within(t, 5*time.Second, "the master dropped its replica", func() bool {
+		return strings.Contains(mrdb.Info(ctx, "replication").Val(), "connected_slaves:0")
+	})
+	// The default follows the count down to zero (within the second its
+	// count is trusted): a grant with no replica at all.
+	i := 0
+	within(t, 5*time.Second, "a default-policy grant with no replica", func() bool {
+		i++
+		ok, err := auto.Lock("zero-replicas-auto-" + strconv.Itoa(i)).TryLock(ctx)
+		if err != nil && !errors.Is(err, lockactor.ErrNotReplicated) {
+			t.Fatal(err)
+		}
+		return ok
+	})
+	if ok, err := explicit.Lock("zero-replicas-explicit").TryLock(ctx); ok || !errors.Is(err, lockactor.ErrNotReplicated) {
+		t.Fatalf("explicit count with no replica: %v, %v; want ErrNotReplicated", ok, err)
+	}
+	if err := mrdb.ConfigSet(ctx, "min-replicas-to-write", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := auto.Lock("zero-replicas-min").TryLock(ctx)
+	if ok || err == nil || !strings.Contains(err.Error(), "NOREPLICAS") {
+		t.Fatalf("default policy with min-replicas-to-write 1 and no replica: %v, %v; want the master's NOREPLICAS", ok, err)
+	}
+}
