@@ -92,7 +92,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		Observer:     c.metrics,
 
 		Sharding:    sharding,
-		ReplicaSync: redisio.SyncPolicy{Replicas: o.syncReplicas, Timeout: o.syncTimeout},
+		ReplicaSync: redisio.SyncPolicy{Replicas: o.syncReplicas, Timeout: o.syncTimeout, AOF: o.syncAOF, Required: o.syncGiven},
 	})
 	c.metrics.watch(c.rt, o.logger)
 	return c, nil

@@ -19,3 +19,15 @@ const HandoffRun = actors.HandoffRun
 // WithLatchKeep shortens the life of latch records, so that tests can make
 // outages longer than it.
 var WithLatchKeep = withLatchKeep
+
+// QueuedRW is the number of callers queued in the Client's actor for the
+// read-write lock name.
+func QueuedRW(c *Client, name string) int {
+	n := 0
+	c.rt.Census(func(k actors.Key, waiters int64) {
+		if k.Kind == actors.KindRW && k.Name == name {
+			n = int(waiters)
+		}
+	})
+	return n
+}

@@ -1,8 +1,10 @@
 package lockactor_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -236,4 +238,88 @@ func crashRound(t *testing.T, i int, sync lockactor.Option) bool {
 		}
 	}
 	return firstHolds && second
+}
+
+// TestSentinelCloseBoundedOnHungMaster guards a past defect: with the
+// master SIGSTOPped, Close took 4.3 s, because a Sentinel client's receive
+// loop was inside its once-a-second check of which server commands reach
+// (an INFO whose ctx go-redis ignores on socket reads) and PubSub.Close
+// waited for it without a bound. Close must return within about CloseGrace
+// and leave none of the package's goroutines behind, with the master still
+// stopped.
+func TestSentinelCloseBoundedOnHungMaster(t *testing.T) {
+	sen := redistest.StartSentinel(t)
+	c, err := lockactor.New(sen.FailoverClient(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = c.Close()
+		}
+	}()
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "sentinel-hung-close"
+	if err := c.Lock(name).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A waiter subscribes: its connection's loop now checks the master
+	// every second.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() { waited <- c.Lock(name).Lock(wctx) }()
+	master := sen.Master()
+	mrdb := master.Client(t)
+	// No failover while the master is stopped: the sentinels' switch would
+	// close go-redis's connections to it, and with them the stuck read.
+	if err := sen.Replica().Client(t).ConfigSet(ctx, "replica-priority", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, 5*time.Second, "the waiter subscribed", func() bool {
+		return mrdb.PubSubNumSub(ctx, "redisson_lock__channel:{"+name+"}").Val()["redisson_lock__channel:{"+name+"}"] > 0
+	})
+	master.Pause(t)
+	defer master.Resume(t)
+	time.Sleep(1500 * time.Millisecond) // a check is under way on the stopped master
+
+	start := time.Now()
+	_ = c.Close()
+	closed = true
+	took := time.Since(start)
+	t.Logf("Close took %v with the master stopped", took.Round(time.Millisecond))
+	if took > 2500*time.Millisecond {
+		t.Errorf("Close took %v with the master stopped; want about CloseGrace (1s)", took)
+	}
+	if err := <-waited; !errors.Is(err, lockactor.ErrClosed) {
+		t.Errorf("the waiter got %v from Close, want ErrClosed", err)
+	}
+	// Nothing of ours may still run, even before the master resumes.
+	time.Sleep(100 * time.Millisecond)
+	if left := packageGoroutines(); left != "" {
+		t.Errorf("goroutines of the package still running after Close:\n%s", left)
+	}
+}
+
+// packageGoroutines returns the stacks of running goroutines that have a
+// frame in the module's code (tests and the test rig aside), or "".
+func packageGoroutines() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "packageGoroutines") {
+			continue
+		}
+		for line := range strings.SplitSeq(g, "\n") {
+			ours := strings.HasPrefix(line, "github.com/lockactor/lockactor") &&
+				!strings.HasPrefix(line, "github.com/lockactor/lockactor/internal/redistest")
+			if ours && !strings.Contains(line, "_test.") {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n\n")
 }

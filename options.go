@@ -21,6 +21,8 @@ type options struct {
 
 	syncReplicas int           // WithReplicaSync
 	syncTimeout  time.Duration // WithReplicaSync
+	syncGiven    bool          // WithReplicaSync was passed: a requirement
+	syncAOF      bool          // WithReplicaSyncAOF
 
 	pubsubHealth time.Duration
 	latchKeep    time.Duration // withLatchKeep; 0: the runtime's default
@@ -101,16 +103,32 @@ func WithShardedPubSub(on bool) Option {
 // WithReplicaSync sets how changes are confirmed on replicas, as Redisson's
 // checkLockSyncedSlaves and slavesSyncTimeout do: every acquire, renew and
 // release script is followed, in the same round trip on the key's master, by
-// WAIT (WAITAOF where the master has AOF on and knows the command) for
-// replicas replicas, within timeout.
+// WAIT (WAITAOF with WithReplicaSyncAOF) for replicas replicas, within
+// timeout.
 //
 // replicas < 0 waits for every replica the master reports connected
 // (connected_slaves, read from the master when a script needs it and at
 // most a second old; an idle Client sends nothing); replicas == 0 turns sync
 // off; replicas > 0 asks for that many. The default, WithReplicaSync(-1,
-// time.Second), costs nothing on a master without replicas, and a server
-// that refuses WAIT (some managed offerings) turns it off for itself, with
-// one warning in the log.
+// time.Second), costs nothing on a master without replicas.
+//
+// "Every connected replica" can be none: a master drops a replica that lags
+// past repl-timeout (or dies), and from then on the default confirms grants
+// with no replica at all, and they succeed, just when a failover is most
+// likely to lose them. Where a grant must survive a failover, give an
+// explicit count (WithReplicaSync(1, time.Second): such grants fail with
+// ErrNotReplicated), or set min-replicas-to-write on the master so that it
+// refuses the write itself.
+//
+// A server that refuses WAIT (the command is missing on some managed
+// offerings, or an ACL denies it: NOPERM) is logged once per Client, at
+// error level for an ACL. Under the default (this option not passed) sync
+// is then off for that server and grants succeed unconfirmed. Passing
+// WithReplicaSync makes it a requirement: grants there are undone (TryLock
+// returns ErrNotReplicated, Lock waits) until WAIT is allowed, rather than
+// reported unconfirmed. replicas < 0 needs INFO to count the replicas: an
+// ACL that denies INFO turns sync off for that server (logged once); an
+// explicit count needs no INFO.
 //
 // A grant confirmed by fewer replicas than required is undone at once (the
 // hold is released on the master): Lock keeps trying until its ctx ends,
@@ -118,7 +136,20 @@ func WithShardedPubSub(on bool) Option {
 // that too few replicas confirmed stands on the master and is only logged
 // (at debug). timeout <= 0 with sync on makes New fail.
 func WithReplicaSync(replicas int, timeout time.Duration) Option {
-	return func(o *options) { o.syncReplicas, o.syncTimeout = replicas, timeout }
+	return func(o *options) { o.syncReplicas, o.syncTimeout, o.syncGiven = replicas, timeout, true }
+}
+
+// WithReplicaSyncAOF confirms changes with WAITAOF 0 N instead of WAIT N
+// when on: the N replicas have written the change to their AOF (fsync per
+// their appendfsync), not only received it. Every replica counted must run
+// with appendonly yes: a replica without AOF never acknowledges WAITAOF,
+// so with it among the required ones every grant would be undone. The
+// master's own AOF plays no part. WAITAOF needs Redis 7.2; where the server
+// lacks it WAIT confirms instead, with one warning. Default off: WAIT,
+// whatever the master's appendonly says. It does nothing while replica
+// sync is off.
+func WithReplicaSyncAOF(on bool) Option {
+	return func(o *options) { o.syncAOF = on }
 }
 
 // WithMeterProvider sends OpenTelemetry metrics to mp; default: the global

@@ -200,3 +200,100 @@ func TestRedissonPeersGetTheirTurn(t *testing.T) {
 		t.Fatalf("a peer waited through %d of our critical sections; want at most one hand-off run (%d)", worst, limit)
 	}
 }
+
+// TestRedissonReplicaSubscriberGetsItsTurn guards a past defect: a Redisson
+// client with subscriptionMode=SLAVE listens on a replica, where PUBSUB
+// NUMSUB on the master does not count it. Our actor concluded that nobody
+// else listened and handed the lock from local waiter to local waiter
+// without end: the peer got 1 try in 8 s against 5,883 of our grants. A
+// master with replicas now counts as "others may listen", so each run of
+// hand-offs ends with a published release.
+func TestRedissonReplicaSubscriberGetsItsTurn(t *testing.T) {
+	pair := redistest.StartReplicated(t)
+	ctx := ctxFor(t, 60*time.Second)
+	const (
+		name   = "peer-on-replica"
+		rounds = 5
+		bound  = 5 * time.Second // a peer round; our lease is 30 s
+	)
+	var (
+		mu       sync.Mutex
+		inside   bool
+		overlaps int
+	)
+	enter := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if inside {
+			overlaps++
+		}
+		inside = true
+	}
+	leave := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		inside = false
+	}
+	var ours sync.WaitGroup
+	errs := make(chan error, 64)
+	stop := make(chan struct{})
+	c := newClient(t, pair.Master().Client(t))
+	for range 16 {
+		ours.Add(1)
+		l := c.Lock(name) // one owner per goroutine: they exclude each other
+		go func() {
+			defer ours.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := l.Lock(ctx); err != nil {
+					errs <- err
+					return
+				}
+				enter()
+				leave()
+				if err := l.Unlock(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // our queue fills first, as in a busy service
+	// The peer's scripts go to the master, its subscription to the replica.
+	peer := &redissonWaiter{javaPeer: newPeer(pair.Master().Client(t)), ps: pair.Replica().Client(t).Subscribe(ctx)}
+	t.Cleanup(func() { _ = peer.ps.Close() })
+	var worst time.Duration
+	for i := range rounds {
+		pctx, cancel := context.WithTimeout(ctx, bound)
+		start := time.Now()
+		_, err := peer.lock(pctx, name)
+		cancel()
+		took := time.Since(start)
+		if err != nil {
+			close(stop)
+			ours.Wait()
+			t.Fatalf("peer round %d: no lock within %v: %v", i, bound, err)
+		}
+		worst = max(worst, took)
+		enter()
+		leave()
+		if _, err := peer.unlock(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Millisecond)
+	}
+	close(stop)
+	ours.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("the replica-subscribed peer's longest wait: %v", worst.Round(time.Millisecond))
+	if overlaps > 0 {
+		t.Fatalf("%d overlapping critical sections", overlaps)
+	}
+}

@@ -13,6 +13,12 @@ import (
 // returns an error matching ErrInvalidArgument at once when this owner holds
 // read holds, instead of waiting for itself. Call Client.ReadWriteLock once
 // per owner (per goroutine that needs exclusion).
+//
+// Within one Client a waiting writer holds later readers back, as in
+// sync.RWMutex: a read Lock waits behind it and a read TryLock returns
+// false, unless its owner already holds a view (reentry, write-then-read).
+// Other Clients' readers are granted by Redis whenever the lock is in read
+// mode, as with Redisson.
 type ReadWriteLock struct {
 	read, write *Lock
 }

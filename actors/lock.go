@@ -265,19 +265,28 @@ func (a *lockActor) step(now time.Time) bool {
 }
 
 // runDirect makes the oldest pending direct attempt whose owner owes no
-// release; false if none.
+// release; false if none. A TryLock for reading that a queued writer holds
+// back (see heldBack) is refused without asking Redis, as sync.RWMutex's
+// TryRLock is.
 func (a *lockActor) runDirect() bool {
 	m := popFree(&a.direct, a.owed.owes)
-	if m != nil {
+	switch {
+	case m == nil:
+		return false
+	case a.heldBack(m):
+		m.Req.Answer(messages.Result{})
+	default:
 		a.try(m, false)
 	}
-	return m != nil
+	return true
 }
 
 // candidate is the waiter to make an attempt for: the head unless the
-// verdict says it would be refused; on a read-write lock held for reading,
-// the first queued reader. An owner that owes Redis a release waits until
-// Redis confirms it or its lease has surely run out (see owed).
+// verdict says it would be refused. On a read-write lock held for reading
+// the refused head is a writer, and it holds the readers behind it back
+// (see heldBack), except those whose owner holds a view already. An owner
+// that owes Redis a release waits until Redis confirms it or its lease has
+// surely run out (see owed).
 func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 	head := a.waiters.front()
 	if head == nil || a.owed.owes(head.Owner) {
@@ -289,13 +298,32 @@ func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 	var reader *messages.Acquire
 	if a.waiters.reads > 0 && !a.verdict.all {
 		a.waiters.each(func(m *messages.Acquire) bool {
-			if m.Mode == messages.Read && !a.owed.owes(m.Owner) {
+			if m.Mode == messages.Read && a.owns(m.Owner) && !a.owed.owes(m.Owner) {
 				reader = m
 			}
 			return reader == nil
 		})
 	}
 	return reader
+}
+
+// heldBack reports whether m, a read request that would skip the queue,
+// must not be tried because a writer is queued: within a Client a waiting
+// writer holds later readers back (sync.RWMutex's rule), or a steady flow
+// of readers would starve it. The writer's own owner waits too: granted a
+// read first, its queued write would be refused as an upgrade. An owner
+// that holds any view already (a reentrant read, write-then-read) is never
+// held back: it may be what the writer waits for.
+func (a *lockActor) heldBack(m *messages.Acquire) bool {
+	if m.Mode != messages.Read || a.owns(m.Owner) {
+		return false
+	}
+	held := false
+	a.waiters.each(func(w *messages.Acquire) bool {
+		held = w.Mode == messages.Write
+		return !held
+	})
+	return held
 }
 
 // settle arms the work timer for the earliest of: the settlement retry, an

@@ -287,7 +287,9 @@ func (rt *Runtime) Close() {
 		rt.cfg.Logger.Warn("lockactor: Close left actors waiting on Redis", "grace", rt.cfg.CloseGrace)
 	}
 	rt.cancel()
-	rt.ps.Close()
+	if !rt.ps.Close(deadline) {
+		rt.cfg.Logger.Warn("lockactor: Close left a pub/sub connection waiting on Redis", "grace", rt.cfg.CloseGrace)
+	}
 	rt.io.Close(deadline)
 	rt.workers.close(deadline)
 	rt.system.Shutdown()

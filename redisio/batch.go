@@ -222,8 +222,7 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	if wait != nil {
 		acks, err := waitAcks(wait)
 		switch {
-		case isUnknownCommand(err):
-			b.c.topo.refuse(t.addr, t.aof, err)
+		case b.c.waitRefused(t, err):
 		case err != nil || acks < int64(t.need):
 			short = true
 			b.c.topo.forget(t.addr) // the replica count may have changed

@@ -27,7 +27,7 @@ func TestBatcherFollowsNewNodeClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	lock := func(name string, seq uint64) Reply {
-		return c.Lock(ctx, Op{Latch: LatchKey(name, "c"), Seq: seq, Keep: time.Second}, name, "owner", time.Minute)
+		return c.Lock(ctx, Op{Latch: LatchKey(name, "c", "lock"), Seq: seq, Keep: time.Second}, name, "owner", time.Minute)
 	}
 	if ok, _, err := lock("{stale}1", 1).Acquire(); !ok || err != nil {
 		t.Fatalf("first Lock: %v, %v", ok, err)
@@ -48,7 +48,7 @@ func TestBatcherFollowsNewNodeClient(t *testing.T) {
 	var ran bool
 	var rerr error
 	done := make(chan struct{})
-	c.ResolveThen(ctx, Op{Latch: LatchKey("{stale}2", "c"), Seq: 2, Keep: time.Second}, func(r bool, _ Reply, err error) {
+	c.ResolveThen(ctx, Op{Latch: LatchKey("{stale}2", "c", "lock"), Seq: 2, Keep: time.Second}, func(r bool, _ Reply, err error) {
 		ran, rerr = r, err
 		close(done)
 	})

@@ -25,6 +25,9 @@ type Conn struct {
 	closed  bool
 	calls   sync.WaitGroup
 	masters map[string]*batcher // a Cluster's batchers, by master address
+
+	warnMu sync.Mutex
+	warned map[string]bool // once-per-Client warnings already logged (see warnOnce)
 }
 
 // ErrClosed is returned once Close has begun. It is the one value behind
@@ -162,6 +165,9 @@ const (
 // channel, and hands the count to then (on another goroutine, or at once
 // when it cannot ask; it must not block). On a Cluster with classic pub/sub
 // a node counts only its own subscribers, so the answer is -1: unknown.
+// So it is on a master with replicas: Redisson's subscriptionMode=SLAVE
+// subscribes on a replica, which the master's count does not include (a
+// waiter there starved while our actor handed the lock on locally).
 func (c *Conn) SubscribersThen(ctx context.Context, channel string, then func(n int64, err error)) {
 	if !c.spawn(func() { then(c.subscribers(ctx, channel)) }) {
 		then(0, ErrClosed)
@@ -200,11 +206,20 @@ func (c *Conn) subscribers(ctx context.Context, channel string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var counts map[string]int64
+	pipe := b.client().Pipeline()
+	var counts *redis.MapStringIntCmd
 	if sharded {
-		counts, err = b.client().PubSubShardNumSub(ctx, channel).Result()
+		counts = pipe.PubSubShardNumSub(ctx, channel)
 	} else {
-		counts, err = b.client().PubSubNumSub(ctx, channel).Result()
+		counts = pipe.PubSubNumSub(ctx, channel)
 	}
-	return counts[channel], err
+	repl := pipe.Info(ctx, "replication")
+	_, _ = pipe.Exec(ctx)
+	if err := counts.Err(); err != nil {
+		return 0, err
+	}
+	if repl.Err() != nil || infoField(repl.Val(), "connected_slaves") != "0" {
+		return -1, nil // replicas may have listeners (or INFO is denied)
+	}
+	return counts.Val()[channel], nil
 }

@@ -68,7 +68,9 @@ type PubSub struct {
 	nextID    uint64
 	closed    bool
 
-	stop  chan struct{} // closed by Close: a loop waiting to reconnect ends
+	stop  chan struct{}   // closed by Close: a loop waiting to reconnect ends
+	ctx   context.Context // the loops' own work (the master check); cancelled by Close
+	quit  context.CancelFunc
 	loops sync.WaitGroup
 
 	// failCommand, set only by tests, makes a subscribe (on) or unsubscribe
@@ -89,7 +91,10 @@ type shard struct {
 // SUBSCRIBE, at the first Subscribe. A connection silent for health is
 // pinged, and replaced when no PONG follows within health.
 func NewPubSub(rdb redis.UniversalClient, topo *Topology, health time.Duration, log *slog.Logger) *PubSub {
+	ctx, quit := context.WithCancel(context.Background())
 	return &PubSub{
+		ctx:       ctx,
+		quit:      quit,
 		rdb:       rdb,
 		topo:      topo,
 		health:    health,
@@ -258,27 +263,29 @@ func (p *PubSub) Unsubscribe(ctx context.Context, channel string, id uint64) err
 	return p.command(ctx, s, false, channel)
 }
 
-// Close drops every connection and waits for the receive loops to end.
-func (p *PubSub) Close() {
+// Close drops every connection and waits, until deadline, for the receive
+// loops to end; it reports whether they all did. A loop still running then
+// is inside go-redis (a reconnection's handshake with a server that does
+// not answer) and ends when go-redis returns, without touching Redis again.
+func (p *PubSub) Close(deadline time.Time) bool {
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	close(p.stop)
-	for _, s := range p.shards {
-		_ = s.ps.Close()
+	if !p.closed {
+		p.closed = true
+		close(p.stop)
+		p.quit()
+		for _, s := range p.shards {
+			_ = s.ps.Close()
+		}
 	}
 	p.mu.Unlock()
-	p.loops.Wait()
+	return waitUntil(&p.loops, deadline)
 }
 
 // loop reads s's connection until Close, routing each event, pinging a
 // silent connection and replacing a broken or unanswering one.
 func (p *PubSub) loop(s *shard) {
 	defer p.loops.Done()
-	ctx := context.Background()
+	ctx := p.ctx
 	follow := followsMaster(p.rdb)
 	tick := p.health
 	if follow {

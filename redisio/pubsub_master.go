@@ -14,9 +14,17 @@ import (
 // stays an isolated master until the sentinels reconfigure it (10-20 s), so
 // a subscription there hears nothing the new master publishes: waiters
 // slept until their retry timers. For such a client each receive loop
-// checks, every masterCheckEvery, which server the command connections
-// reach (its run_id); when that changes, the subscription connection is
+// checks, every masterCheckEvery, which server a new connection of the
+// client reaches; when that changes, the subscription connection is
 // replaced, and the new one dials the master the sentinels name now.
+//
+// The check dials (through the client's own dialer, which asks the
+// sentinels) and hangs up without sending a command. It used to send INFO
+// for the server's run_id, but go-redis ignores ctx deadlines on socket
+// reads unless the user's client has ContextTimeoutEnabled: on a stopped
+// master that INFO held the loop for the client's read timeout and its
+// retries (4.3 s measured), and Close with it. A dial honours its ctx, and
+// a stopped server's kernel still accepts connections.
 
 // masterCheckEvery is how often a Sentinel client's subscriptions check
 // that commands still reach the server they are subscribed on.
@@ -29,23 +37,27 @@ var errMasterMoved = errors.New("commands reach another server now (failover)")
 // whose master can change under the same client.
 func followsMaster(rdb redis.UniversalClient) bool {
 	c, ok := rdb.(*redis.Client)
-	return ok && c.Options().Addr == "FailoverClient"
+	return ok && c.Options().Addr == "FailoverClient" && c.Options().Dialer != nil
 }
 
-// serverID is the run_id of the server p's command connections reach now;
-// "" when it cannot be read.
+// serverID is the address a new connection of p's client reaches now (the
+// master the sentinels name); "" when it cannot be learned within
+// masterCheckEvery, or once Close has begun.
 func (p *PubSub) serverID(ctx context.Context) string {
+	opt := p.rdb.(*redis.Client).Options()
 	ctx, cancel := context.WithTimeout(ctx, masterCheckEvery)
 	defer cancel()
-	info, err := p.rdb.Info(ctx, "server").Result()
+	conn, err := opt.Dialer(ctx, opt.Network, opt.Addr)
 	if err != nil {
 		return ""
 	}
-	return infoField(info, "run_id")
+	addr := conn.RemoteAddr().String()
+	_ = conn.Close()
+	return addr
 }
 
-// masterMoved reports whether the command connections reach another server
-// than when s's connection was opened (s.server, recorded then).
+// masterMoved reports whether a new connection reaches another server than
+// when s's connection was opened (s.server, recorded then).
 func (p *PubSub) masterMoved(ctx context.Context, s *shard) bool {
 	id := p.serverID(ctx)
 	switch {

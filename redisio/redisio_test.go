@@ -72,7 +72,7 @@ func TestFailedRequeueKeepsSubscription(t *testing.T) {
 			srv := redistest.Start(t)
 			rdb := srv.Client(t)
 			p := NewPubSub(rdb, NewTopology(rdb, ShardOff, quiet), time.Second, quiet)
-			defer p.Close()
+			defer p.Close(time.Now().Add(time.Second))
 			ctx := context.Background()
 			ev := make(events, 64)
 			if _, err := p.Subscribe(ctx, "rq", ev.handler); err != nil {
@@ -106,7 +106,7 @@ func TestUnansweredPingReplacesConnection(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := redistest.NewProxy(t, srv.Addr())
 	p := NewPubSub(proxy.Client(t), NewTopology(nil, ShardOff, quiet), 200*time.Millisecond, quiet)
-	defer p.Close()
+	defer p.Close(time.Now().Add(time.Second))
 	ctx := context.Background()
 	ev := make(events, 64)
 	if _, err := p.Subscribe(ctx, "ho", ev.handler); err != nil {

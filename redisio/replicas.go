@@ -3,14 +3,15 @@ package redisio
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Replica sync: a script that changes a lock is followed, on the same
-// connection and in the same round trip, by WAIT (WAITAOF when the master
-// has AOF on and knows the command), so that its reply says how many
+// connection and in the same round trip, by WAIT (WAITAOF when the policy
+// asks for it and the master knows the command), so that its reply says how many
 // replicas had the change when it came back. WAIT counts the replication
 // offset of its own connection's last write, which is why the two go out as
 // one pipeline on the key's master and not through the pooled client.
@@ -23,6 +24,13 @@ type SyncPolicy struct {
 	Replicas int
 	// Timeout bounds each WAIT.
 	Timeout time.Duration
+	// AOF confirms with WAITAOF (the replicas have the change in their
+	// AOF on disk) where the server has it, instead of WAIT. Every replica
+	// counted must have appendonly on: one without never acknowledges.
+	AOF bool
+	// Required: the user asked for sync (WithReplicaSync given), so a
+	// server that refuses WAIT does not turn it off: its grants are undone.
+	Required bool
 }
 
 // ErrNotReplicated: a grant too few replicas acknowledged was undone.
@@ -40,6 +48,10 @@ type syncTarget struct {
 // client is rdb. Errors reading the master's facts leave the pipeline
 // unsynced rather than failing it: its scripts will meet the same trouble
 // and report it.
+//
+// WAIT confirms unless the policy asks for WAITAOF: the master's AOF says
+// nothing of its replicas', and a replica without AOF never acknowledges
+// WAITAOF, so choosing it from the master's appendonly undid every grant.
 func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalClient) syncTarget {
 	if c.sync.Replicas == 0 {
 		return syncTarget{}
@@ -49,6 +61,16 @@ func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalCli
 		return syncTarget{} // a Ring, or a Cluster client: no one connection
 	}
 	f, err := c.topo.facts(ctx, addr, cl)
+	if isNoPerm(err) {
+		// An explicit count needs no INFO; "every replica" cannot be
+		// counted, so sync is off there until INFO is allowed.
+		c.topo.denyInfo(addr)
+		if c.sync.Replicas < 0 {
+			c.warnOnce("info", slog.LevelError, "lockactor: replica sync is off: the server denies INFO (ACL), so its replicas cannot be counted; allow INFO to this user, or give WithReplicaSync an explicit count", "addr", addr, "err", err)
+			return syncTarget{}
+		}
+		f, err = nodeFacts{}, nil
+	}
 	if err != nil || f.noWait {
 		return syncTarget{}
 	}
@@ -56,7 +78,113 @@ func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalCli
 	if need < 0 {
 		need = f.replicas
 	}
-	return syncTarget{addr: addr, need: need, aof: f.aof && !f.noAOF}
+	return syncTarget{addr: addr, need: need, aof: c.aofAt(ctx, addr, cl, f)}
+}
+
+// aofAt reports whether WAITAOF confirms on the master at addr: only when
+// the policy asks for it and the server has it (Redis 7.2+, asked once);
+// otherwise WAIT does, with one warning when WAITAOF was asked for.
+func (c *Conn) aofAt(ctx context.Context, addr string, cl *redis.Client, f nodeFacts) bool {
+	if !c.sync.AOF {
+		return false
+	}
+	if !f.aofKnown {
+		has, err := knows(ctx, cl, "waitaof")
+		if err != nil {
+			return false // WAIT this time; asked again with the next pipeline
+		}
+		f = c.topo.knowsAOF(addr, has)
+	}
+	if f.noAOF {
+		c.warnOnce("waitaof", slog.LevelWarn, "lockactor: WAITAOF was asked for but the server lacks it (Redis < 7.2); WAIT confirms instead", "addr", addr)
+	}
+	return !f.noAOF
+}
+
+// waitRefused handles a WAIT (or WAITAOF) the master at t.addr refused: a
+// missing command (some managed offerings) or an ACL denial (NOPERM). It
+// reports true when the pipeline's changes stand because sync is now off
+// for that master; false when they count as unconfirmed (grants undone).
+// Either way the cause is logged once per Client, as an error: silence
+// here once meant every TryLock failing with nothing in the log.
+//
+// WAITAOF refused: WAIT from the next pipeline on. WAIT refused under an
+// explicit WithReplicaSync (Required): the requirement stands, so nothing
+// can be granted there until WAIT is allowed. Under the default policy:
+// sync off for that master.
+func (c *Conn) waitRefused(t syncTarget, err error) bool {
+	denied := isNoPerm(err)
+	if !denied && !isUnknownCommand(err) {
+		return false
+	}
+	switch {
+	case t.aof:
+		c.topo.refuse(t.addr, true, err)
+		c.warnOnce("waitaof-refused", slog.LevelWarn, "lockactor: the server refuses WAITAOF; WAIT confirms instead", "addr", t.addr, "err", err)
+		return true
+	case c.sync.Required:
+		c.warnOnce("wait-required", slog.LevelError, "lockactor: the server refuses WAIT, so no change can be confirmed on replicas: every grant there is undone (TryLock returns ErrNotReplicated, Lock waits) until WAIT is allowed; allow WAIT to this user, or drop WithReplicaSync", "addr", t.addr, "err", err)
+		return false
+	case !denied:
+		c.topo.refuse(t.addr, false, err) // logs once per master
+		return true
+	}
+	c.topo.waitOff(t.addr)
+	c.warnOnce("wait-denied", slog.LevelError, "lockactor: replica sync is off: the server denies WAIT (ACL), so grants are not confirmed on replicas; allow WAIT to this user, or pass WithReplicaSync(0, ...) to say sync is not wanted", "addr", t.addr, "err", err)
+	return true
+}
+
+// waitOff turns sync off for the master at addr (its WAIT is denied),
+// without refuse's log: waitRefused says why.
+func (t *Topology) waitOff(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f := t.nodes[addr]; f != nil {
+		f.noWait = true
+	}
+}
+
+// denyInfo keeps empty facts for the master at addr for factsFresh: its
+// INFO is denied, and asking again before every pipeline would only add a
+// round trip.
+func (t *Topology) denyInfo(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f := t.nodes[addr]; f != nil {
+		f.read, f.replicas, f.aof = time.Now(), 0, false
+	}
+}
+
+// isNoPerm reports an ACL denial.
+func isNoPerm(err error) bool { return redis.HasErrorPrefix(err, "NOPERM") }
+
+// knowsAOF records whether the master at addr has WAITAOF.
+func (t *Topology) knowsAOF(addr string, has bool) nodeFacts {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.nodes[addr]
+	if f == nil {
+		f = &nodeFacts{}
+		t.nodes[addr] = f
+	}
+	f.aofKnown, f.noAOF = true, !has
+	return *f
+}
+
+// warnOnce logs msg at level the first time key is warned of in this
+// Client's life: a misconfiguration is said once, loudly, not per call.
+func (c *Conn) warnOnce(key string, level slog.Level, msg string, args ...any) {
+	c.warnMu.Lock()
+	if c.warned[key] {
+		c.warnMu.Unlock()
+		return
+	}
+	if c.warned == nil {
+		c.warned = make(map[string]bool)
+	}
+	c.warned[key] = true
+	c.warnMu.Unlock()
+	c.topo.log.Log(context.Background(), level, msg, args...)
 }
 
 // queueWait adds the WAIT (or WAITAOF) for t to pipe.
