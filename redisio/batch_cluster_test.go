@@ -48,8 +48,8 @@ func TestBatcherFollowsNewNodeClient(t *testing.T) {
 	var ran bool
 	var rerr error
 	done := make(chan struct{})
-	c.ResolveThen(ctx, Op{Latch: LatchKey("{stale}2", "c", "lock"), Seq: 2, Keep: time.Second}, func(r bool, _ Reply, err error) {
-		ran, rerr = r, err
+	c.ResolveThen(ctx, Op{Latch: LatchKey("{stale}2", "c", "lock"), Seq: 2, Keep: time.Second}, func(s Settlement, _ Reply, err error) {
+		ran, rerr = s == Ran, err
 		close(done)
 	})
 	<-done
