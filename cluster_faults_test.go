@@ -3,6 +3,7 @@ package lockactor_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -154,5 +155,102 @@ func TestClusterMovedCallKeepsReplicaSync(t *testing.T) {
 	ok, err := c.Lock("{moved-sync}2").TryLock(ctx)
 	if ok || !errors.Is(err, lockactor.ErrNotReplicated) {
 		t.Fatalf("TryLock re-run after MOVED with the new master's replica frozen: %v, %v; want ErrNotReplicated", ok, err)
+	}
+}
+
+// TestClusterNodeBackAfterAMinute: the real sequence behind
+// TestBatcherFollowsNewNodeClient (package redisio). A master dies, its
+// replica takes over, go-redis closes the dead node's client a minute later
+// (a fixed timer in go-redis), the node comes back and is made master
+// again: the Client must use the new client go-redis made for it. Before,
+// the batcher kept the closed one and every Lock on the node's names hung
+// until its ctx. Meanwhile the names must work on the promoted replica:
+// pipelines bypass go-redis's error handling, so its slot map stayed stale
+// for up to its one-minute reload interval and every Lock hit the dead
+// node. It takes over a minute, so it runs only with LOCKACTOR_TORTURE set.
+func TestClusterNodeBackAfterAMinute(t *testing.T) {
+	if os.Getenv(tortureEnv) == "" {
+		t.Skip("takes over a minute; set " + tortureEnv + " to run it")
+	}
+	cl := redistest.StartClusterReplicas(t, 3)
+	c := newClient(t, cl.Client(t))
+	ctx := ctxFor(t, 3*time.Minute)
+	const name = "{comeback}"
+	lockUnlock := func(d time.Duration) error {
+		lctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		l := c.Lock(name)
+		if err := l.Lock(lctx); err != nil {
+			return err
+		}
+		return l.Unlock(lctx)
+	}
+	if err := lockUnlock(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	gone := cl.MasterFor(name)
+	gone.Kill(t)
+	within(t, 20*time.Second, "the replica took over", func() bool {
+		m := cl.MasterFor(name)
+		return m != nil && m != gone
+	})
+	// go-redis reloads its slot map as commands meet MOVED or every 10 s
+	// of use; the dead node's client is closed a minute after the first
+	// map without it.
+	until := time.Now().Add(75 * time.Second)
+	for time.Now().Before(until) {
+		if err := lockUnlock(5 * time.Second); err != nil {
+			t.Errorf("Lock and Unlock while the node is gone (its replica serves the slot): %v", err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	gone.Restart(t)
+	cl.WaitOK(t)
+	within(t, 20*time.Second, "the node that came back replicates the new master", func() bool {
+		return cl.ReplicaOf(cl.MasterFor(name)) == gone
+	})
+	if m := cl.Failover(t, name); m != gone {
+		t.Fatalf("the failover made %s master, not the node that came back (%s)", m.Addr(), gone.Addr())
+	}
+	if err := lockUnlock(10 * time.Second); err != nil {
+		t.Fatalf("Lock and Unlock on the node that came back: %v", err)
+	}
+}
+
+// TestClusterCrashedMasterNamesMoveToReplica: a master is killed and its
+// replica promoted. Pipelines go to node clients directly, so go-redis
+// never saw their connection errors and kept its slot map (reloaded once a
+// minute by default): every Lock on the dead master's names failed or hung
+// for up to a minute. A refused dial now has go-redis reload the map, and
+// the call, which was never sent, goes to the new master.
+func TestClusterCrashedMasterNamesMoveToReplica(t *testing.T) {
+	cl := redistest.StartClusterReplicas(t, 3)
+	c := newClient(t, cl.Client(t))
+	ctx := ctxFor(t, 30*time.Second)
+	const name = "{crashed}"
+	l := c.Lock(name)
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone := cl.MasterFor(name)
+	gone.Kill(t)
+	within(t, 20*time.Second, "the replica took over", func() bool {
+		m := cl.MasterFor(name)
+		return m != nil && m != gone
+	})
+	start := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := l.Lock(lctx); err != nil {
+		t.Fatalf("Lock after the failover: %v (after %v)", err, time.Since(start))
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Lock+Unlock on the promoted replica took %v", d)
 	}
 }

@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"errors"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,11 @@ import (
 //   - redis.ErrClosed from a Cluster node's client: go-redis closed that
 //     client (the node had left the cluster state for a minute) and made a
 //     new one; batcherFor hands the batcher the new one.
+//   - a refused dial: nothing was sent; the master may be dead and its
+//     replica promoted. Pipelines go to node clients directly, so go-redis
+//     never sees their errors and would keep its slot map for up to its
+//     ClusterStateReloadInterval (a minute by default): every connection
+//     error asks it to reload now.
 // Such calls wait in the batcher's later list, with calls queued behind
 // them on the same slot, and are sent again together, in order, after a
 // short backoff, until their ctx ends or retryFor has passed; then they are
@@ -44,14 +50,32 @@ const (
 // retryable reports whether err proves a call did not run and may run when
 // sent again.
 func retryable(err error) bool {
-	return redis.HasErrorPrefix(err, "TRYAGAIN") || isMoved(err) || errors.Is(err, redis.ErrClosed)
+	return redis.HasErrorPrefix(err, "TRYAGAIN") || isMoved(err) || errors.Is(err, redis.ErrClosed) || isDial(err)
+}
+
+// isDial reports a connection that could not be made: nothing was sent.
+func isDial(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// isNetwork reports an error that is not the server's answer.
+func isNetwork(err error) bool {
+	var re redis.Error
+	return err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &re)
 }
 
 // again defers c when r proves it did not run and a try later may succeed;
 // false when c is to be answered with r now.
 func (b *batcher) again(c *batchCall, r Reply, rdb redis.UniversalClient) bool {
 	cc := b.c.topo.cluster
-	if cc == nil || !retryable(r.Err) || c.ctx.Err() != nil {
+	if cc == nil {
+		return false
+	}
+	if isNetwork(r.Err) {
+		cc.ReloadState(c.ctx) // the master may be gone, its slots elsewhere now
+	}
+	if !retryable(r.Err) || c.ctx.Err() != nil {
 		return false
 	}
 	now := time.Now()

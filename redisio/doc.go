@@ -12,6 +12,9 @@
 // It holds no lock state and makes no decisions: the lock actors decide, this
 // package carries their commands. It must never close the caller's
 // redis.UniversalClient (the Client does not own it) and never retry a command
-// itself: a failed reply goes back to the actor, which asks the request's
-// latch (latch.go) whether it ran before it does anything else.
+// that may have run: such a failed reply goes back to the actor, which asks
+// the request's latch (latch.go) whether it ran before it does anything
+// else. Only replies that prove the script did not run (TRYAGAIN, MOVED,
+// ASK, a refused dial, a closed node client) are sent again, in order, to
+// the slot's master of the moment (batch_retry.go).
 package redisio
