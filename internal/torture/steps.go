@@ -91,6 +91,12 @@ func (w *worker) grant(l *lockactor.Lock, h Hold, ci int) *openHold {
 // probe looks, on an unhooked connection, whether Redis has the hold the
 // caller was just handed (see CheckGhostGrants).
 func (w *worker) probe(oh *openHold, h Hold) {
+	if h.Prim != PrimLock && h.Prim != PrimFenced && h.Prim != PrimFair {
+		// Only single-name holds: a MultiLock member's grant may be given
+		// back by its coordinator right after, which is not this check's
+		// business (and intermittently looked like a ghost).
+		return
+	}
 	server, name, _ := strings.Cut(h.Res, "/")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
