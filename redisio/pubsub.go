@@ -182,16 +182,22 @@ func (p *PubSub) join(ctx context.Context, channel string, sharded bool) error {
 // only (replace does not reopen it: its channels are placed one by one), so
 // no SSUBSCRIBE ever spans slots.
 func (p *PubSub) open(ctx context.Context, s *shard) *redis.PubSub {
+	chans := p.channelsOf(s)
+	if s.sharded {
+		return p.rdb.SSubscribe(ctx, chans...)
+	}
+	return p.rdb.Subscribe(ctx, chans...)
+}
+
+// channelsOf lists the wanted channels placed on s. The caller holds p.mu.
+func (p *PubSub) channelsOf(s *shard) []string {
 	var chans []string
 	for ch, at := range p.shardOf {
 		if at == s {
 			chans = append(chans, ch)
 		}
 	}
-	if s.sharded {
-		return p.rdb.SSubscribe(ctx, chans...)
-	}
-	return p.rdb.Subscribe(ctx, chans...)
+	return chans
 }
 
 // command subscribes (on) or unsubscribes channel on s's connection. A failed
@@ -364,8 +370,8 @@ func (p *PubSub) replace(s *shard, old *redis.PubSub, why error) bool {
 	case <-time.After(retryEvery):
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return false
 	}
 	if s.sharded {
@@ -379,9 +385,23 @@ func (p *PubSub) replace(s *shard, old *redis.PubSub, why error) bool {
 			}
 		}
 		delete(p.shards, s.addr)
+		p.mu.Unlock()
 		return false
 	}
-	s.ps = p.open(context.Background(), s)
+	chans := p.channelsOf(s)
+	p.mu.Unlock()
+	// go-redis dials and handshakes here, and ignores ctx on the
+	// handshake's reads: under p.mu, a stopped server held Close for the
+	// client's read timeout. A channel joined meanwhile fails on the old
+	// connection and the placer puts it on this one.
+	ps := p.rdb.Subscribe(p.ctx, chans...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = ps.Close()
+		return false
+	}
+	s.ps = ps
 	return true
 }
 
