@@ -82,7 +82,7 @@ type shard struct {
 	addr    string
 	sharded bool          // SSUBSCRIBE (else SUBSCRIBE), as Topology said when it opened
 	ps      *redis.PubSub // replaced by the loop after a failure
-	server  string        // run_id behind the connection (Sentinel only; see masterMoved)
+	server  string        // address behind the connection (Sentinel only; see masterMoved)
 }
 
 // NewPubSub prepares a multiplexer on rdb; no connection opens until the first
