@@ -53,6 +53,9 @@ func TestRWWaitingWriterHoldsLaterReadersBack(t *testing.T) {
 			if err := held.Lock(ctx); err != nil {
 				t.Fatal(err)
 			}
+			// The first hold's own stay in the queue is counted until the
+			// actor settles after granting it.
+			within(t, 5*time.Second, "the first hold left the queue", func() bool { return lockactor.QueuedRW(c, name) == 0 })
 			waiting := c.ReadWriteLock(name)
 			writer := waiting.WriteLock()
 			wrote := make(chan error, 1)
