@@ -187,3 +187,15 @@ func (h *faultHook) stop(r *faultRule) {
 	defer h.mu.Unlock()
 	r.times = 0
 }
+
+// once installs r for the next run of script, after loading the script, so
+// that what r does (a lost reply, a late one) belongs to a run of it and
+// not to a NOSCRIPT answer; it returns r.
+func (h *faultHook) once(t *testing.T, rdb *redis.Client, script *redis.Script, r faultRule) *faultRule {
+	t.Helper()
+	if err := script.Load(context.Background(), rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.match, r.times = evalOf(script.Hash()), 1
+	return h.add(&r)
+}

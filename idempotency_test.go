@@ -48,11 +48,7 @@ func TestLostAcquireReplyIsSettled(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// Load the script, so the lost reply belongs to a run, not a NOSCRIPT.
-			if err := tc.script.Load(ctx, rdb).Err(); err != nil {
-				t.Fatal(err)
-			}
-			hook.add(&faultRule{match: evalOf(tc.script.Hash()), times: 1, lose: true})
+			hook.once(t, rdb, tc.script, faultRule{lose: true})
 			if err := l.Lock(ctx); err != nil {
 				t.Fatalf("Lock with its reply lost = %v, want granted (the latch says it ran)", err)
 			}
@@ -84,10 +80,7 @@ func TestLostHandoffReplyIsSettled(t *testing.T) {
 	}
 	done := lockAsync(ctx, next)
 	time.Sleep(100 * time.Millisecond)
-	if err := scripts.Latched.Handoff.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
-	handoff := hook.add(&faultRule{match: evalOf(scripts.Latched.Handoff.Hash()), times: 1, lose: true})
+	handoff := hook.once(t, rdb, scripts.Latched.Handoff, faultRule{lose: true})
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock whose hand-off reply was lost = %v", err)
 	}

@@ -45,11 +45,7 @@ func TestLatchPerKindOfSharedName(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// Loaded, so the lost reply belongs to a run, not a NOSCRIPT.
-			if err := tc.unlock.Load(ctx, rdb).Err(); err != nil {
-				t.Fatal(err)
-			}
-			hook.add(&faultRule{match: evalOf(tc.unlock.Hash()), times: 1, lose: true})
+			hook.once(t, rdb, tc.unlock, faultRule{lose: true})
 			resolve := hook.add(&faultRule{match: evalOf(scripts.Resolve.Hash()), times: -1, refuse: true})
 			uctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			_ = l.Unlock(uctx) // the partial release ran; its reply is lost
@@ -102,10 +98,7 @@ func TestSemaphoreSettlementAfterLatchExpired(t *testing.T) {
 			if err := s.Acquire(ctx, 1); err != nil {
 				t.Fatal(err)
 			}
-			if err := tc.script.Load(ctx, rdb).Err(); err != nil {
-				t.Fatal(err)
-			}
-			hook.add(&faultRule{match: evalOf(tc.script.Hash()), times: 1, lose: true})
+			hook.once(t, rdb, tc.script, faultRule{lose: true})
 			resolve := hook.add(&faultRule{match: evalOf(scripts.Resolve.Hash()), times: -1, refuse: true})
 			cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			_ = tc.call(cctx, s)

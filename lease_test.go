@@ -29,10 +29,7 @@ func TestLateHandoffIsNotHandedOut(t *testing.T) {
 	}
 	done := lockAsyncWith(ctx, waiter, lockactor.WithLease(400*time.Millisecond))
 	time.Sleep(200 * time.Millisecond) // queued behind the holder
-	if err := scripts.Latched.Handoff.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
-	hook.add(&faultRule{match: evalOf(scripts.Latched.Handoff.Hash()), times: 1, delay: 600 * time.Millisecond, after: true})
+	hook.once(t, rdb, scripts.Latched.Handoff, faultRule{delay: 600 * time.Millisecond, after: true})
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}

@@ -114,10 +114,7 @@ func TestLateSettlementOfFinalRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := l.Lost()
-	if err := scripts.Latched.Unlock.Load(ctx, rdb).Err(); err != nil {
-		t.Fatal(err)
-	}
-	unlock := hook.add(&faultRule{match: evalOf(scripts.Latched.Unlock.Hash()), times: 1, lose: true})
+	unlock := hook.once(t, rdb, scripts.Latched.Unlock, faultRule{lose: true})
 	resolve := hook.add(&faultRule{match: evalOf(scripts.Resolve.Hash()), times: -1, refuse: true})
 	uctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	_ = l.Unlock(uctx)

@@ -144,15 +144,7 @@ func (s *soonest) add(t time.Time) {
 // popPending removes and returns the oldest request of q still waiting for
 // an answer, dropping answered or withdrawn ones on the way; nil if none.
 func popPending(q *[]*messages.Acquire) *messages.Acquire {
-	for len(*q) > 0 {
-		m := (*q)[0]
-		(*q)[0] = nil
-		*q = (*q)[1:]
-		if m.Req.Pending() {
-			return m
-		}
-	}
-	return nil
+	return popFree(q, func(string) bool { return false })
 }
 
 // popFree removes and returns the oldest request of q still waiting for an

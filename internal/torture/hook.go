@@ -140,18 +140,26 @@ var classBySHA = func() map[string]string {
 
 // classOf is the class of a script call (EVALSHA or EVAL), or "".
 func classOf(args []any) string {
+	sha, _ := scriptSHA(args)
+	return classBySHA[sha]
+}
+
+// scriptSHA is the SHA1 of the script an EVALSHA names or an EVAL (after
+// NOSCRIPT) carries; false for any other command.
+func scriptSHA(args []any) (string, bool) {
 	if len(args) < 2 {
-		return ""
+		return "", false
 	}
 	switch strings.ToLower(fmt.Sprint(args[0])) {
 	case "evalsha":
-		return classBySHA[fmt.Sprint(args[1])]
+		return fmt.Sprint(args[1]), true
 	case "eval":
-		src, _ := args[1].(string)
-		sum := sha1.Sum([]byte(src))
-		return classBySHA[hex.EncodeToString(sum[:])]
+		if src, ok := args[1].(string); ok {
+			sum := sha1.Sum([]byte(src))
+			return hex.EncodeToString(sum[:]), true
+		}
 	}
-	return ""
+	return "", false
 }
 
 // Open starts a hook fault window as p plans it.
@@ -229,33 +237,8 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
 // ProcessHook observes and maybe faults one command.
 func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.observe(cmd)
-		switch h.Faults.blocks(h.Server, h.Client, []redis.Cmder{cmd}) {
-		case EffectBlock:
-			cmd.SetErr(ErrRefused)
-			return ErrRefused
-		case EffectLoseReply:
-			_ = next(ctx, cmd)
-			cmd.SetErr(ErrReplyLost)
-			return ErrReplyLost
-		}
-		e, d := h.Faults.draw(h.Server, h.Client)
-		switch e {
-		case EffectRefuse:
-			cmd.SetErr(ErrRefused)
-			return ErrRefused
-		case EffectLoseReply:
-			_ = next(ctx, cmd)
-			cmd.SetErr(ErrReplyLost)
-			return ErrReplyLost
-		case EffectDelay:
-			time.Sleep(d)
-		case EffectLateReply:
-			err := next(ctx, cmd)
-			time.Sleep(d)
-			return err
-		}
-		return next(ctx, cmd)
+		cmds := []redis.Cmder{cmd}
+		return h.fault(cmds, func() error { return next(ctx, cmd) })
 	}
 }
 
@@ -263,44 +246,41 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // the whole pipeline (the watchdog's batched renewals travel this way).
 func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			h.observe(cmd)
-		}
-		switch h.Faults.blocks(h.Server, h.Client, cmds) {
-		case EffectBlock:
-			for _, cmd := range cmds {
-				cmd.SetErr(ErrRefused)
-			}
-			return ErrRefused
-		case EffectLoseReply:
-			_ = next(ctx, cmds)
-			for _, cmd := range cmds {
-				cmd.SetErr(ErrReplyLost)
-			}
-			return ErrReplyLost
-		}
-		e, d := h.Faults.draw(h.Server, h.Client)
-		switch e {
-		case EffectLateReply:
-			err := next(ctx, cmds)
-			time.Sleep(d)
-			return err
-		case EffectRefuse:
-			for _, cmd := range cmds {
-				cmd.SetErr(ErrRefused)
-			}
-			return ErrRefused
-		case EffectLoseReply:
-			_ = next(ctx, cmds)
-			for _, cmd := range cmds {
-				cmd.SetErr(ErrReplyLost)
-			}
-			return ErrReplyLost
-		case EffectDelay:
-			time.Sleep(d)
-		}
-		return next(ctx, cmds)
+		return h.fault(cmds, func() error { return next(ctx, cmds) })
 	}
+}
+
+// fault observes cmds, picks what the active windows do to them (a block
+// window first, then a hook window's draw) and sends them with send, or
+// not, accordingly.
+func (h *Hook) fault(cmds []redis.Cmder, send func() error) error {
+	for _, cmd := range cmds {
+		h.observe(cmd)
+	}
+	e, d := h.Faults.blocks(h.Server, h.Client, cmds), time.Duration(0)
+	if e == EffectNone {
+		e, d = h.Faults.draw(h.Server, h.Client)
+	}
+	fail := func(err error) error {
+		for _, cmd := range cmds {
+			cmd.SetErr(err)
+		}
+		return err
+	}
+	switch e {
+	case EffectRefuse, EffectBlock:
+		return fail(ErrRefused)
+	case EffectLoseReply:
+		_ = send()
+		return fail(ErrReplyLost)
+	case EffectDelay:
+		time.Sleep(d)
+	case EffectLateReply:
+		err := send()
+		time.Sleep(d)
+		return err
+	}
+	return send()
 }
 
 // observe reports cmd to OnRenew if it is a renewal script call.
@@ -318,25 +298,8 @@ func (h *Hook) observe(cmd redis.Cmder) {
 // EVAL with the script's source) of renew.lua or rw_renew.lua and returns
 // its KEYS[1] (in Res) and ARGV[2], the owner's field.
 func ParseRenewal(args []any) (Renewal, bool) {
-	if len(args) < 3 {
-		return Renewal{}, false
-	}
-	name := strings.ToLower(fmt.Sprint(args[0]))
-	var sha string
-	switch name {
-	case "evalsha":
-		sha = fmt.Sprint(args[1])
-	case "eval":
-		src, ok := args[1].(string)
-		if !ok {
-			return Renewal{}, false
-		}
-		sum := sha1.Sum([]byte(src))
-		sha = hex.EncodeToString(sum[:])
-	default:
-		return Renewal{}, false
-	}
-	if sha != renewSHA && sha != rwRenewSHA {
+	sha, ok := scriptSHA(args)
+	if !ok || len(args) < 3 || (sha != renewSHA && sha != rwRenewSHA) {
 		return Renewal{}, false
 	}
 	var numKeys int
