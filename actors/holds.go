@@ -365,11 +365,14 @@ func (hb *holdBook) stop() {
 	}
 }
 
-// tidy drops fixed-lease holds whose lease has run out.
+// tidy drops fixed-lease holds whose lease has surely run out in Redis
+// (until, not the earlier confirmed + lease: a script that ran late keeps
+// its key longer, and an actor that retired too soon would let a later
+// Unlock release it as if it had just been held).
 func (hb *holdBook) tidy() {
 	now := time.Now()
 	for k, h := range hb.holds {
-		if h.expired(now) {
+		if h.lease > 0 && !now.Before(h.until) {
 			hb.drop(k, h, false)
 		}
 	}
