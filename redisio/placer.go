@@ -76,7 +76,7 @@ func (p *PubSub) place() {
 			return
 		case <-time.After(retryEvery):
 		}
-		// Asked before p.mu is taken: the question may wait for the
+		// Asked before p.mu is taken: the questions may wait for the
 		// servers (bounded), and subscribers must not.
 		sharded := p.topo.Sharded(ctx)
 		p.mu.Lock()
@@ -84,8 +84,23 @@ func (p *PubSub) place() {
 			p.mu.Unlock()
 			return
 		}
+		wanted := make([]string, 0, len(p.unplaced))
 		for ch := range p.unplaced {
-			if len(p.handlers[ch]) == 0 || p.join(ctx, ch, sharded) == nil {
+			wanted = append(wanted, ch)
+		}
+		p.mu.Unlock()
+		addrs := p.locate(ctx, wanted, sharded)
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		for ch := range p.unplaced {
+			if len(p.handlers[ch]) == 0 {
+				delete(p.unplaced, ch)
+				continue
+			}
+			if addr, ok := addrs[ch]; ok && p.joinAt(ctx, ch, addr, sharded) == nil {
 				delete(p.unplaced, ch)
 			}
 		}
@@ -96,4 +111,40 @@ func (p *PubSub) place() {
 		}
 		p.mu.Unlock()
 	}
+}
+
+// locate finds the shard address of each channel: "" when not sharded, else
+// its slot's master, asked of go-redis's slot map and confirmed with ROLE.
+// Right after a failover the map (fetched from a node the news has not
+// reached yet) can still name the demoted master, and Redis 7 lets a
+// replica take SSUBSCRIBE for its master's slots: a channel placed there
+// would stay there, invisible to the master's NUMSUB. A channel whose master
+// is not found or not confirmed is left out, for the next round.
+func (p *PubSub) locate(ctx context.Context, channels []string, sharded bool) map[string]string {
+	addrs := make(map[string]string, len(channels))
+	cc, ok := p.rdb.(*redis.ClusterClient)
+	if !ok || !sharded {
+		for _, ch := range channels {
+			addrs[ch] = ""
+		}
+		return addrs
+	}
+	isMaster := map[string]bool{}
+	for _, ch := range channels {
+		node, err := cc.MasterForKey(ctx, ch)
+		if err != nil {
+			continue
+		}
+		addr := node.Options().Addr
+		master, asked := isMaster[addr]
+		if !asked {
+			role, err := node.Do(ctx, "ROLE").Slice()
+			master = err == nil && len(role) > 0 && role[0] == "master"
+			isMaster[addr] = master
+		}
+		if master {
+			addrs[ch] = addr
+		}
+	}
+	return addrs
 }

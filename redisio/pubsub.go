@@ -150,8 +150,11 @@ func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint
 	return id, err
 }
 
-// join subscribes channel on the connection of its shard, opening it if
-// needed: SSUBSCRIBE when sharded. The caller holds p.mu.
+// join subscribes channel on the connection of its shard: the connection
+// of the channel's Cluster master when sharded (SSUBSCRIBE), the one
+// connection otherwise. A new shard's connection is opened by its loop, off
+// p.mu and off the caller's goroutine (go-redis dials and handshakes there,
+// ignoring ctx on the handshake's reads). The caller holds p.mu.
 func (p *PubSub) join(ctx context.Context, channel string, sharded bool) error {
 	addr := ""
 	if cc, ok := p.rdb.(*redis.ClusterClient); ok && sharded {
@@ -161,12 +164,17 @@ func (p *PubSub) join(ctx context.Context, channel string, sharded bool) error {
 		}
 		addr = master.Options().Addr
 	}
+	return p.joinAt(ctx, channel, addr, sharded)
+}
+
+// joinAt subscribes channel on the shard at addr, starting it if needed.
+// The caller holds p.mu.
+func (p *PubSub) joinAt(ctx context.Context, channel, addr string, sharded bool) error {
 	s := p.shards[addr]
 	if s == nil {
 		s = &shard{addr: addr, sharded: sharded}
 		p.shards[addr] = s
 		p.shardOf[channel] = s
-		s.ps = p.open(ctx, s)
 		p.loops.Add(1)
 		go p.loop(s)
 		return nil
@@ -175,17 +183,74 @@ func (p *PubSub) join(ctx context.Context, channel string, sharded bool) error {
 	return p.command(ctx, s, true, channel)
 }
 
-// open starts a go-redis PubSub for every wanted channel of s. go-redis
-// connects on first use; a failure shows up in the loop, which replaces
-// the connection. A sharded shard is opened by join for its first channel
-// only (replace does not reopen it: its channels are placed one by one), so
-// no SSUBSCRIBE ever spans slots.
-func (p *PubSub) open(ctx context.Context, s *shard) *redis.PubSub {
-	chans := p.channelsOf(s)
-	if s.sharded {
-		return p.rdb.SSubscribe(ctx, chans...)
+// connect opens s's connection for the channels placed on it, off p.mu; a
+// channel joined or left while it dialled is subscribed or unsubscribed
+// once the connection is there. A sharded shard opens for the channel that
+// started it and joins the others one by one, so no SSUBSCRIBE spans slots.
+// false once Close has begun.
+func (p *PubSub) connect(s *shard) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
 	}
-	return p.rdb.Subscribe(ctx, chans...)
+	chans := p.channelsOf(s)
+	if s.sharded && len(chans) > 1 {
+		chans = chans[:1]
+	}
+	p.mu.Unlock()
+	if s.sharded && len(chans) == 1 && p.locate(p.ctx, chans, true)[chans[0]] != s.addr {
+		return p.abandon(s) // not (or no longer) the channel's master
+	}
+	var ps *redis.PubSub
+	if s.sharded {
+		ps = p.rdb.SSubscribe(p.ctx, chans...)
+	} else {
+		ps = p.rdb.Subscribe(p.ctx, chans...)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = ps.Close()
+		return false
+	}
+	s.ps = ps
+	opened := make(map[string]bool, len(chans))
+	for _, ch := range chans {
+		opened[ch] = true
+		if p.shardOf[ch] != s {
+			_ = p.command(p.ctx, s, false, ch) // left while dialling
+		}
+	}
+	for _, ch := range p.channelsOf(s) {
+		if !opened[ch] {
+			_ = p.command(p.ctx, s, true, ch) // joined while dialling
+		}
+	}
+	return true
+}
+
+// abandon drops the sharded shard s before it connected (see dropShard).
+// It returns false, and s's loop ends.
+func (p *PubSub) abandon(s *shard) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropShard(s)
+	return false
+}
+
+// dropShard forgets the sharded shard s and places each of its channels
+// again where its slot lives now. The caller holds p.mu.
+func (p *PubSub) dropShard(s *shard) {
+	if p.shards[s.addr] == s {
+		delete(p.shards, s.addr)
+	}
+	for ch, at := range p.shardOf {
+		if at == s {
+			delete(p.shardOf, ch)
+			p.unplace(ch)
+		}
+	}
 }
 
 // channelsOf lists the wanted channels placed on s. The caller holds p.mu.
@@ -204,6 +269,9 @@ func (p *PubSub) channelsOf(s *shard) []string {
 // ours, so the connection is dropped: the loop opens a new one from our
 // record. The caller holds p.mu.
 func (p *PubSub) command(ctx context.Context, s *shard, on bool, channel string) error {
+	if s.ps == nil {
+		return nil // connect subscribes what is placed on s once it has dialled
+	}
 	var err error
 	if p.failCommand != nil {
 		err = p.failCommand(on, channel)
@@ -279,7 +347,9 @@ func (p *PubSub) Close(deadline time.Time) bool {
 		close(p.stop)
 		p.quit()
 		for _, s := range p.shards {
-			_ = s.ps.Close()
+			if s.ps != nil {
+				_ = s.ps.Close()
+			}
 		}
 	}
 	p.mu.Unlock()

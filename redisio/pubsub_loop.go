@@ -32,6 +32,12 @@ func (p *PubSub) loop(s *shard) {
 		if closed {
 			return
 		}
+		if ps == nil {
+			if !p.connect(s) {
+				return
+			}
+			continue
+		}
 		if follow && s.server == "" {
 			s.server = p.serverID(ctx) // the connection was just (re)opened
 		}
@@ -104,31 +110,13 @@ func (p *PubSub) replace(s *shard, old *redis.PubSub, why error) bool {
 		// Sharded: the slots of these channels may have moved to other
 		// masters (a failover, a resharding); each is placed again where
 		// its slot lives now, and this connection's loop ends.
-		for ch, at := range p.shardOf {
-			if at == s {
-				delete(p.shardOf, ch)
-				p.unplace(ch)
-			}
-		}
-		delete(p.shards, s.addr)
+		p.dropShard(s)
 		p.mu.Unlock()
 		return false
 	}
-	chans := p.channelsOf(s)
+	s.ps = nil
 	p.mu.Unlock()
-	// go-redis dials and handshakes here, and ignores ctx on the
-	// handshake's reads: under p.mu, a stopped server held Close for the
-	// client's read timeout. A channel joined meanwhile fails on the old
-	// connection and the placer puts it on this one.
-	ps := p.rdb.Subscribe(p.ctx, chans...)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		_ = ps.Close()
-		return false
-	}
-	s.ps = ps
-	return true
+	return p.connect(s)
 }
 
 // route hands one message received on s to the handlers of its channel.
