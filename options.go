@@ -133,8 +133,8 @@ func WithShardedPubSub(on bool) Option {
 // A grant confirmed by fewer replicas than required is undone at once (the
 // hold is released on the master): Lock keeps trying until its ctx ends,
 // TryLock returns an error matching ErrNotReplicated. A renewal or release
-// that too few replicas confirmed stands on the master and is only logged
-// (at debug). timeout <= 0 with sync on makes New fail.
+// that too few replicas confirmed stands on the master, and nothing is
+// logged. timeout <= 0 with sync on makes New fail.
 func WithReplicaSync(replicas int, timeout time.Duration) Option {
 	return func(o *options) { o.syncReplicas, o.syncTimeout, o.syncGiven = replicas, timeout, true }
 }
