@@ -22,7 +22,8 @@ var (
 	ErrNoQuorum = errors.New("lockactor: no quorum")
 	// ErrNotReplicated: a grant that too few replicas acknowledged was
 	// undone (WithReplicaSync). TryLock and TryAcquire report it; Lock and
-	// Acquire keep trying.
+	// Acquire keep trying. The error says why: how many replicas
+	// acknowledged, or WAIT's own error (an ACL's NOPERM, for one).
 	ErrNotReplicated = redisio.ErrNotReplicated
 )
 

@@ -234,12 +234,13 @@ func TestReplicaSyncACLDenied(t *testing.T) {
 		opts   []lockactor.Option
 		frozen bool  // the replica is paused during the TryLocks
 		want   error // nil: granted
+		cause  string // what the error says besides want (the why)
 		logged string
 	}{
-		{"WaitDeniedDefault", "nowait", nil, false, nil, "denies WAIT"},
-		{"WaitDeniedExplicit", "nowait", []lockactor.Option{lockactor.WithReplicaSync(1, 200*time.Millisecond)}, false, lockactor.ErrNotReplicated, "refuses WAIT"},
-		{"InfoDeniedDefault", "noinfo", nil, false, nil, "denies INFO"},
-		{"InfoDeniedExplicitCount", "noinfo", []lockactor.Option{lockactor.WithReplicaSync(1, 200*time.Millisecond)}, true, lockactor.ErrNotReplicated, ""},
+		{"WaitDeniedDefault", "nowait", nil, false, nil, "", "denies WAIT"},
+		{"WaitDeniedExplicit", "nowait", []lockactor.Option{lockactor.WithReplicaSync(1, 200*time.Millisecond)}, false, lockactor.ErrNotReplicated, "NOPERM", "refuses WAIT"},
+		{"InfoDeniedDefault", "noinfo", nil, false, nil, "", "denies INFO"},
+		{"InfoDeniedExplicitCount", "noinfo", []lockactor.Option{lockactor.WithReplicaSync(1, 200*time.Millisecond)}, true, lockactor.ErrNotReplicated, "0 of 1 replicas", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf syncBuffer
@@ -257,6 +258,8 @@ func TestReplicaSyncACLDenied(t *testing.T) {
 					t.Fatalf("TryLock %d: %v, %v; want granted", i, ok, err)
 				case tt.want != nil && (ok || !errors.Is(err, tt.want)):
 					t.Fatalf("TryLock %d: %v, %v; want %v", i, ok, err, tt.want)
+				case tt.want != nil && (!strings.Contains(err.Error(), tt.cause) || !strings.Contains(err.Error(), tt.name+strconv.Itoa(i))):
+					t.Fatalf("TryLock %d: %q; want the cause %q and the lock's name", i, err, tt.cause)
 				}
 			}
 			errs := strings.Count(buf.String(), "level=ERROR")

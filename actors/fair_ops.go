@@ -71,7 +71,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 		a.granted(k, sent, m.Lease, 0)
 		a.owe(&a.owed, k, nil)
 		if m.TryOnly && r.Unsynced {
-			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
+			m.Req.Answer(messages.Result{Err: r.NotReplicated()})
 		} else if m.TryOnly {
 			m.Req.Answer(messages.Result{})
 		} else if w == nil {

@@ -70,7 +70,7 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 		a.takeBack(m, sent, res.token)
 		switch {
 		case m.TryOnly && r.Unsynced:
-			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
+			m.Req.Answer(messages.Result{Err: r.NotReplicated()})
 		case m.TryOnly:
 			m.Req.Answer(messages.Result{})
 		case !queued:

@@ -53,7 +53,7 @@ func (a *semaphoreActor) attempted(at *semAttempt, r redisio.Reply) {
 		// and the request tries again (a direct one is told).
 		a.owed.push(&owed{n: m.Permits, due: time.Now()})
 		if !queued {
-			m.Req.Answer(messages.Result{Err: redisio.ErrNotReplicated})
+			m.Req.Answer(messages.Result{Err: r.NotReplicated()})
 		}
 	case n == 1:
 		if queued {

@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -194,7 +195,7 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	if len(calls) == 1 && t.need == 0 {
 		// A lone call: EVALSHA with EVAL fallback, no pipeline.
 		c := calls[0]
-		b.answer(c, c.script.Run(ctx, rdb, c.keys, c.args...), false, rdb)
+		b.answer(c, c.script.Run(ctx, rdb, c.keys, c.args...), nil, rdb)
 		return
 	}
 	pipe := rdb.Pipeline()
@@ -218,13 +219,17 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 		wait = b.c.queueWait(ctx, pipe, t)
 	}
 	_, _ = pipe.Exec(ctx) // errors are per command
-	short := false
+	var short error       // why the pipeline counts as unconfirmed
 	if wait != nil {
 		acks, err := waitAcks(wait)
 		switch {
 		case b.c.waitRefused(t, err):
-		case err != nil || acks < int64(t.need):
-			short = true
+		case err != nil:
+			short = fmt.Errorf("WAIT on %s: %w", t.addr, err)
+		case acks < int64(t.need):
+			short = fmt.Errorf("%d of %d replicas of %s acknowledged", acks, t.need, t.addr)
+		}
+		if short != nil {
 			b.c.topo.forget(t.addr) // the replica count may have changed
 		}
 	}
@@ -299,12 +304,14 @@ func (b *batcher) resolvePublish(ctx context.Context, calls []*batchCall) {
 // answer hands c its reply, unless the reply proves that c did not run and
 // a later try can succeed (see retryable): then c is sent again later, to
 // its slot's master then (with that master's WAIT).
-func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short bool, rdb redis.UniversalClient) {
+func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short error, rdb redis.UniversalClient) {
 	r := Reply{Val: cmd.Val(), Err: cmd.Err()}
 	if b.again(c, r, rdb) {
 		return
 	}
-	r.Unsynced = short && !r.Failed()
+	if short != nil && !r.Failed() {
+		r.Unsynced, r.SyncErr = true, short
+	}
 	if c.then != nil {
 		c.then(r)
 	}

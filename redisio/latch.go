@@ -54,6 +54,18 @@ type Reply struct {
 	// requires confirmed it (see SyncPolicy). A grant in such a reply is
 	// to be undone.
 	Unsynced bool
+	// SyncErr says why, when Unsynced: too few acknowledgements, or the
+	// WAIT's own error (a refusal such as NOPERM, a broken connection).
+	SyncErr error
+}
+
+// NotReplicated is the error for a grant undone because r is Unsynced: it
+// matches ErrNotReplicated and carries the cause.
+func (r Reply) NotReplicated() error {
+	if r.SyncErr == nil {
+		return ErrNotReplicated
+	}
+	return fmt.Errorf("%w: %w", ErrNotReplicated, r.SyncErr)
 }
 
 // Failed reports whether the request failed (a nil reply is an answer).
@@ -145,7 +157,9 @@ func (c *Conn) ResolveThen(ctx context.Context, op Op, then func(s Settlement, r
 	read := func(r Reply) {
 		vals, _ := r.Val.([]any)
 		s, rep, err := readResolve(vals, r.Err)
-		rep.Unsynced = r.Unsynced && s == Ran
+		if r.Unsynced && s == Ran {
+			rep.Unsynced, rep.SyncErr = true, r.SyncErr
+		}
 		then(s, rep, err)
 	}
 	if !b.submit(ctx, read, scripts.Resolve, []string{op.Latch}, strconv.FormatUint(op.Seq, 10), keep) {
