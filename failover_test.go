@@ -35,11 +35,16 @@ func TestSentinelGracefulFailoverKeepsLocks(t *testing.T) {
 		name     string
 		watchdog time.Duration
 		paced    bool
+		// through go-redis's NewFailoverClusterClient (a ClusterClient
+		// over the Sentinel group), whose subscriptions also stayed on
+		// the demoted master
+		cluster bool
 	}{
-		{"watchdog3s", 3 * time.Second, false},
-		{"watchdogDefault", 0, false},
-		{"watchdog3s/sentinelPace", 3 * time.Second, true},
-		{"watchdogDefault/sentinelPace", 0, true},
+		{"watchdog3s", 3 * time.Second, false, false},
+		{"watchdogDefault", 0, false, false},
+		{"watchdog3s/sentinelPace", 3 * time.Second, true, false},
+		{"watchdogDefault/sentinelPace", 0, true, false},
+		{"watchdogDefault/sentinelPace/clusterClient", 0, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sen := redistest.StartSentinel(t)
@@ -47,7 +52,14 @@ func TestSentinelGracefulFailoverKeepsLocks(t *testing.T) {
 			if tt.watchdog > 0 {
 				opts = append(opts, lockactor.WithWatchdogTimeout(tt.watchdog))
 			}
-			fc := func() *redis.Client { return sen.FailoverClient(t, nil) }
+			fc := func() redis.UniversalClient {
+				if tt.cluster {
+					fcc := redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: sen.MasterName(), SentinelAddrs: sen.Addrs()})
+					t.Cleanup(func() { _ = fcc.Close() })
+					return fcc
+				}
+				return sen.FailoverClient(t, nil)
+			}
 			home, other := newClient(t, fc(), opts...), newClient(t, fc(), opts...)
 			ctx := ctxFor(t, 90*time.Second)
 			const name = "sentinel-graceful"

@@ -33,20 +33,35 @@ const masterCheckEvery = time.Second
 // errMasterMoved replaces a subscription connection left on a former master.
 var errMasterMoved = errors.New("commands reach another server now (failover)")
 
-// followsMaster reports whether rdb is a go-redis FailoverClient (Sentinel),
-// whose master can change under the same client.
+// followsMaster reports whether rdb reaches a Sentinel group's master,
+// which can change under the same client: a go-redis FailoverClient, or a
+// FailoverClusterClient (a ClusterClient whose slot map the sentinels give:
+// one master for every slot).
 func followsMaster(rdb redis.UniversalClient) bool {
-	c, ok := rdb.(*redis.Client)
-	return ok && c.Options().Addr == "FailoverClient" && c.Options().Dialer != nil
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().Addr == "FailoverClient" && c.Options().Dialer != nil
+	case *redis.ClusterClient:
+		return !IsCluster(c)
+	}
+	return false
 }
 
-// serverID is the address a new connection of p's client reaches now (the
-// master the sentinels name); "" when it cannot be learned within
-// masterCheckEvery, or once Close has begun.
+// serverID is the address a new subscription connection of p's client
+// reaches now (the master the sentinels name); "" when it cannot be learned
+// within masterCheckEvery, or once Close has begun. A FailoverClusterClient
+// says it from its slot map, which it reloads on +switch-master.
 func (p *PubSub) serverID(ctx context.Context) string {
-	opt := p.rdb.(*redis.Client).Options()
 	ctx, cancel := context.WithTimeout(ctx, masterCheckEvery)
 	defer cancel()
+	if cc, ok := p.rdb.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, "")
+		if err != nil {
+			return ""
+		}
+		return node.Options().Addr
+	}
+	opt := p.rdb.(*redis.Client).Options()
 	conn, err := opt.Dialer(ctx, opt.Network, opt.Addr)
 	if err != nil {
 		return ""
