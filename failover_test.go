@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -311,6 +312,20 @@ func sentinelCloseOnHungMaster(t *testing.T, opts []lockactor.Option, linger tim
 	within(t, 5*time.Second, "the waiter subscribed", func() bool {
 		return mrdb.PubSubNumSub(ctx, "redisson_lock__channel:{"+name+"}").Val()["redisson_lock__channel:{"+name+"}"] > 0
 	})
+	// The waiter tries once more when its subscription is confirmed; that
+	// attempt must be answered before the master stops, or it is a
+	// command in flight, inside go-redis, that Close cannot end (this
+	// test is about the subscription's own work). Answered: no script
+	// ran on the master for 300 ms.
+	scriptsRun := func() int64 {
+		info := mrdb.Info(ctx, "commandstats").Val()
+		return infoCalls(info, "evalsha") + infoCalls(info, "eval")
+	}
+	within(t, 5*time.Second, "the waiter's attempts answered", func() bool {
+		before := scriptsRun()
+		time.Sleep(300 * time.Millisecond)
+		return scriptsRun() == before
+	})
 	master.Pause(t)
 	defer master.Resume(t)
 	time.Sleep(1500 * time.Millisecond) // a check is under way on the stopped master
@@ -356,4 +371,15 @@ func packageGoroutines() string {
 		}
 	}
 	return strings.Join(out, "\n\n")
+}
+
+// infoCalls reads the calls of one command from an INFO commandstats reply.
+func infoCalls(info, command string) int64 {
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
 }

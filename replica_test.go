@@ -232,8 +232,8 @@ func TestReplicaSyncACLDenied(t *testing.T) {
 		name   string
 		user   string
 		opts   []lockactor.Option
-		frozen bool  // the replica is paused during the TryLocks
-		want   error // nil: granted
+		frozen bool   // the replica is paused during the TryLocks
+		want   error  // nil: granted
 		cause  string // what the error says besides want (the why)
 		logged string
 	}{
