@@ -75,8 +75,9 @@ type Config struct {
 type Runtime struct {
 	cfg    Config
 	system *actor.ActorSystem
-	io     *redisio.Conn
-	ps     *redisio.PubSub
+	conn   *redisio.Conn   // the Client's connection, for IO; nil under a test's fake
+	io     store           // what the actors send to Redis: conn, or a test's fake
+	ps     channels        // what the actors listen on
 	ctx    context.Context // commands sent by actors; cancelled by Close
 	cancel context.CancelFunc
 	seq    atomic.Uint64 // numbers every latched request of the Client
@@ -95,6 +96,17 @@ type Runtime struct {
 
 // NewRuntime starts an actor system for the lock actors of one Client.
 func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
+	cfg = cfg.withDefaults()
+	topo := redisio.NewTopology(rdb, cfg.Sharding, cfg.Logger)
+	conn := redisio.NewConn(rdb, topo, cfg.ReplicaSync)
+	rt := newRuntimeOn(cfg, conn, redisio.NewPubSub(rdb, topo, cfg.PubSubHealth, cfg.Logger))
+	rt.conn = conn
+	return rt
+}
+
+// withDefaults fills in the fields left zero; applying it twice changes
+// nothing.
+func (cfg Config) withDefaults() Config {
 	if cfg.ClientID == "" {
 		cfg.ClientID = uuid.NewString()
 	}
@@ -119,6 +131,13 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
 	}
+	return cfg
+}
+
+// newRuntimeOn starts an actor system whose actors send to io and listen on
+// ps (the Client's redisio, or a test's fakes).
+func newRuntimeOn(cfg Config, io store, ps channels) *Runtime {
+	cfg = cfg.withDefaults()
 	log := cfg.Logger
 	system := actor.NewActorSystem(
 		// protoactor narrates its lifecycle at INFO; only its warnings and
@@ -129,13 +148,12 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 		actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
 	)
 	ctx, cancel := context.WithCancel(context.Background())
-	topo := redisio.NewTopology(rdb, cfg.Sharding, log)
 	return &Runtime{
 		workers: newWorkerPool(300),
 		cfg:     cfg,
 		system:  system,
-		io:      redisio.NewConn(rdb, topo, cfg.ReplicaSync),
-		ps:      redisio.NewPubSub(rdb, topo, cfg.PubSubHealth, log),
+		io:      io,
+		ps:      ps,
 		ctx:     ctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
@@ -165,7 +183,7 @@ func (h minLevel) WithGroup(name string) slog.Handler {
 }
 
 // IO is the runtime's Redis connection, for calls that need no actor.
-func (rt *Runtime) IO() *redisio.Conn { return rt.io }
+func (rt *Runtime) IO() *redisio.Conn { return rt.conn }
 
 // Send delivers msg to the actor of key, spawning it if needed.
 func (rt *Runtime) Send(key Key, msg any) error {
