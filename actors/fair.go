@@ -73,6 +73,7 @@ func newFairActor(rt *Runtime, key Key, e *entry) *fairActor {
 	}
 	a.holdBook = newHoldBook(&a.base, rt.cfg.Watchdog)
 	a.ledger = newLedger(&a.base)
+	a.ledger.stalled = func(err error) { tellStalled(&a.direct, &a.owed, err) }
 	return a
 }
 

@@ -58,6 +58,13 @@ type ledger struct {
 	// forgotten: the latch of the last request was deleted (or never
 	// written), so retiring has nothing to clean up.
 	forgotten bool
+
+	// stalled hears the error of each failed settlement from the second
+	// on. Nothing else is sent for the name until the ledger settles, so
+	// the actor tells the callers that cannot be served until then (a
+	// TryLock, an Unlock whose release waits its turn) rather than leave
+	// them waiting for an outage to end; see tellStalled.
+	stalled func(err error)
 }
 
 // unsettled is a request whose reply was lost.
@@ -67,6 +74,7 @@ type unsettled struct {
 	sent    time.Time // when it was handed to redisio
 	err     error     // the error that lost the reply
 	told    bool      // fail has run
+	fails   int       // settlements that Redis did not answer
 	due     time.Time
 	backoff time.Duration
 }
@@ -174,6 +182,9 @@ func (l *ledger) onResolved(m *resolved) {
 		if !p.told {
 			p.told = true
 			p.req.fail(p.err)
+		}
+		if p.fails++; p.fails >= 2 && l.stalled != nil {
+			l.stalled(m.err)
 		}
 		p.backoff = min(max(2*p.backoff, resolveMin), resolveMax)
 		p.due = time.Now().Add(p.backoff)

@@ -97,6 +97,7 @@ func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	}
 	a.holdBook = newHoldBook(&a.base, rt.cfg.Watchdog)
 	a.ledger = newLedger(&a.base)
+	a.ledger.stalled = func(err error) { tellStalled(&a.direct, &a.owed, err) }
 	return a
 }
 

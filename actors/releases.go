@@ -76,6 +76,28 @@ func (q *owedQueue) due() time.Time {
 
 func (q *owedQueue) len() int { return len(q.items) }
 
+// tellStalled answers, with err, callers that wait behind a settlement
+// Redis keeps failing (see ledger.stalled): single attempts (TryLock,
+// TryAcquire) are dropped, as they failed; the callers of owed releases
+// hear err while their releases stay queued for when Redis answers, as a
+// release that fails twice does (retryOwed). Queued waiters keep waiting,
+// bounded by their ctx.
+func tellStalled(direct *[]*messages.Acquire, q *owedQueue, err error) {
+	kept := (*direct)[:0]
+	for _, m := range *direct {
+		if m.TryOnly {
+			m.Req.Answer(messages.Result{Err: err})
+			continue
+		}
+		kept = append(kept, m)
+	}
+	clear((*direct)[len(kept):])
+	*direct = kept
+	for _, o := range q.items {
+		o.answer(messages.ReleaseResult{Err: err})
+	}
+}
+
 // owes reports whether a release of owner's is queued.
 func (q *owedQueue) owes(owner string) bool {
 	for _, o := range q.items {

@@ -53,6 +53,13 @@ func (v semVerdict) refuses(m *messages.Acquire, now time.Time) bool {
 func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 	a := &semaphoreActor{base: base{rt: rt, key: key, entry: e}}
 	a.ledger = newLedger(&a.base)
+	a.ledger.stalled = func(err error) {
+		tellStalled(&a.direct, &a.owed, err)
+		for _, m := range a.adjusts { // never sent: nothing changed
+			answerAdjust(m, messages.AdjustResult{Err: err})
+		}
+		a.adjusts = nil
+	}
 	return a
 }
 
