@@ -40,10 +40,11 @@ type block struct {
 // release script with chance blockLoseRelease (the lost releases are what
 // a settlement can get wrong: a partial release sent twice, permits given
 // back twice, a final release re-sent), and of an acquire script with
-// chance blockLoseAcquire.
+// chance blockLoseAcquire (low: an actor with a reply to settle sends
+// nothing else, and should first get to send a release).
 const (
 	blockLoseRelease = 0.9
-	blockLoseAcquire = 0.4
+	blockLoseAcquire = 0.1
 	blockLoseFor     = 3 * time.Second
 )
 
@@ -204,7 +205,7 @@ func (f *Faults) withhold(server, client string, cmds []redis.Cmder) {
 		for _, a := range args {
 			w.Args = append(w.Args, fmt.Sprint(a))
 		}
-		if c, ok := cmd.(*redis.Cmd); ok && c.Err() == nil {
+		if c, ok := cmd.(*redis.Cmd); ok && c.Err() == nil && c.Val() != nil {
 			w.Reply = fmt.Sprint(c.Val())
 		}
 		f.mu.Lock()

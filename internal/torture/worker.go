@@ -23,15 +23,16 @@ const (
 	stepLockB
 	stepForce
 	stepShared
+	stepOwn
 	numSteps
 )
 
-var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10}
+var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4}
 
-// Fixed leases are 1-4s for four in ten; one in two is short (shortLease
+// Fixed leases are 1-4s for about a third; one in two is short (shortLease
 // to shortLeaseMax), so that fault delays (up to twice shortLeaseMax, see
 // Faults.draw and FaultLate) outlast them; one in ten is long (longLease to
-// twice it), so that it outlasts a settlement block and the 5s latch record
+// twice it) for about one in seven, so that it outlasts a settlement block and the 5s latch record
 // of a final release before the fixes. A rare one is below MinLease, which
 // the library must refuse.
 const (
@@ -106,7 +107,7 @@ func drawPlan(rng *rand.Rand) plan {
 		p.lease = time.Duration(rng.Int64N(int64(lockactor.MinLease))) + 1 // refused
 	case r < 50:
 		p.lease = shortLease + time.Duration(rng.Int64N(int64(shortLeaseMax-shortLease)+1))
-	case r < 60:
+	case r < 65:
 		p.lease = longLease + time.Duration(rng.Int64N(int64(longLease)+1))
 	}
 	p.cancel = time.Duration(rng.Int64N(int64(50*time.Millisecond))) + 1
@@ -212,8 +213,20 @@ func (w *worker) run() {
 			w.forceStep(p)
 		case stepShared:
 			// One name taken as a Lock, a FencedLock or a FairLock through
-			// the same Client: three actors of one Client on one hash.
+			// the same Client: three actors of one Client on one hash. Half
+			// of them reentrant, so that a partial release sent twice
+			// would free the name under its owner.
+			if p.shape%2 == 0 {
+				p.shape = 99
+			}
 			w.lockStep(p, sharedPrims[p.sharedPrim], w.ca, fmt.Sprintf("shared%d", p.name))
+		case stepOwn:
+			// A name nobody else takes, with a long fixed lease: its actor
+			// has nothing else to do, so a release is its last request
+			// (the latch record of which lived 5s before the fixes) while
+			// the hold outlives a settlement block.
+			p.shape, p.lease = 60, longLease+p.lease%longLease
+			w.lockStep(p, PrimLock, w.ca, fmt.Sprintf("own%d", w.rec.g))
 		}
 	}
 }
