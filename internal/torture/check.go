@@ -56,6 +56,7 @@ const (
 	VResources = "resources"
 	VWorkload  = "workload"
 	VGhost     = "ghost-grant"
+	VLateLost  = "lost-after-release"
 )
 
 // Violation is one thing the checker found wrong.
@@ -81,6 +82,7 @@ func Check(l *Log, lim Limits) []Violation {
 	vs = append(vs, CheckRenewals(l, lim)...)
 	vs = append(vs, CheckCallErrors(l, safe)...)
 	vs = append(vs, CheckGhostGrants(l)...)
+	vs = append(vs, CheckLateLost(l)...)
 	slices.SortStableFunc(vs, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return vs
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lockactor/lockactor"
@@ -102,6 +103,12 @@ func notHeldExplained(l *Log, c *Call, spanOf map[int]Span) bool {
 		}
 		for _, f := range l.Faults {
 			if f.Kind == FaultRestart && f.Server == serverOf(h.Res) && f.Start.Before(c.End) && f.End.Add(restartMargin).After(h.AcqStart) {
+				return true
+			}
+			// Its release was refused (for its Client, or every Client of
+			// the server) while the hold's lease ran out.
+			if f.Kind == FaultBlock && f.Server == serverOf(h.Res) && strings.Contains(f.Detail, ClassRelease) &&
+				f.Start.Before(c.End) && f.End.After(c.Start) {
 				return true
 			}
 		}
@@ -321,9 +328,13 @@ func CheckGhostGrants(l *Log) []Violation {
 		if !h.ProbeGone || ghostExcused(l, h) {
 			continue
 		}
+		lease := "watchdog"
+		if !h.LeaseLate.IsZero() {
+			lease = h.LeaseLate.Sub(h.Grant).String()
+		}
 		vs = append(vs, Violation{Check: VGhost, At: h.Grant, Msg: fmt.Sprintf(
-			"%s: %s hold (g%d, owner %s) granted %s (call started %s), but its field was gone from Redis at %s",
-			h.Res, h.Prim, h.G, h.Owner, l.at(h.Grant), l.at(h.AcqStart), l.at(h.ProbeAt))})
+			"%s: %s hold (g%d, owner %s, lease %s) granted %s (call started %s), but its field was gone from Redis at %s",
+			h.Res, h.Prim, h.G, h.Owner, lease, l.at(h.Grant), l.at(h.AcqStart), l.at(h.ProbeAt))})
 	}
 	return vs
 }

@@ -45,10 +45,15 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		r.sleepUntil(f.Start.Add(p.Dur))
 		r.faults.Close()
 	case FaultBlock:
-		f.Detail = fmt.Sprintf("client %d, %s scripts", p.Client, p.Class)
+		f.Detail = fmt.Sprintf("client %d (-1: all), %s scripts", p.Client, p.Class)
 		r.faults.Block(p)
 		r.sleepUntil(f.Start.Add(p.Dur))
 		r.faults.Unblock()
+	case FaultLate:
+		f.Detail = "replies of hand-offs granting short leases come back after the lease"
+		r.faults.Slow(p)
+		r.sleepUntil(f.Start.Add(p.Dur))
+		r.faults.Unslow()
 	case FaultKillPubSub, FaultKillNormal:
 		typ := "pubsub"
 		if p.Kind == FaultKillNormal {
@@ -68,6 +73,7 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		// semaphores exists: a semaphore call that overlaps any of it does
 		// not give its permits back (see semStep).
 		r.epoch.Add(1)
+		r.checkSemCounts() // the restart wipes the counts
 		f.Start = time.Now()
 		srv.Kill(tb)
 		srv.Restart(tb)

@@ -196,6 +196,10 @@ type Hold struct {
 	// have. Zero when no probe was made (or it failed).
 	ProbeAt   time.Time
 	ProbeGone bool
+	// LostLate: the Lost channel was open when the last Unlock was called,
+	// and closed when the run ended (the runtime decided afterwards that
+	// the hold had been lost).
+	LostLate bool
 }
 
 // Field is the hash field the hold's owner writes, as renewals name it.
@@ -231,10 +235,14 @@ const (
 	// settlements of lost replies) of one Client for a while: an outage
 	// longer than a lease or a latch record, seen by one kind of request.
 	FaultBlock
+	// FaultLate delays the reply of every hand-off script of one server's
+	// Clients that grants a short lease until after that lease ran out: the
+	// new holder's grant reaches the runtime when Redis no longer has it.
+	FaultLate
 	numFaultKinds
 )
 
-var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation", "block"}
+var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation", "block", "late-release"}
 
 // String names the fault.
 func (k FaultKind) String() string {
@@ -262,6 +270,9 @@ type Log struct {
 	Holds      []Hold
 	Renewals   []Renewal
 	Faults     []Fault
+	// Withheld are the release scripts that ran but whose replies the hook
+	// withheld.
+	Withheld []Withheld
 }
 
 // at renders t as an offset from the start of the run, for messages.

@@ -19,6 +19,7 @@ type recorder struct {
 	mu    sync.Mutex
 	calls []Call
 	holds []Hold
+	lost  []<-chan struct{} // holds[i]'s Lost channel (nil for permits)
 }
 
 // callCtx is one call's context: a deadline, and optionally a cancel at a
@@ -132,6 +133,7 @@ type openHold struct {
 	rec    *recorder
 	i      int // index in rec.holds
 	id     int
+	lost   <-chan struct{}
 	stop   chan struct{}
 	exited chan struct{}
 	lostAt atomic.Int64
@@ -150,7 +152,8 @@ func (rec *recorder) open(h Hold, callIdx int, lost <-chan struct{}) *openHold {
 	}
 	rec.mu.Lock()
 	rec.holds = append(rec.holds, h)
-	oh := &openHold{rec: rec, i: len(rec.holds) - 1, id: h.ID, stop: make(chan struct{}), exited: make(chan struct{})}
+	rec.lost = append(rec.lost, lost)
+	oh := &openHold{rec: rec, i: len(rec.holds) - 1, id: h.ID, lost: lost, stop: make(chan struct{}), exited: make(chan struct{})}
 	rec.mu.Unlock()
 	rec.link(callIdx, h.ID)
 	go func() {
@@ -182,18 +185,31 @@ func (oh *openHold) end(skipped bool) {
 	now := time.Now()
 	close(oh.stop)
 	<-oh.exited
+	if closed(oh.lost) && oh.lostAt.Load() == 0 {
+		// Closed by now, but the watcher took the stop: count it as closed
+		// at End (the span ends there either way).
+		oh.lostAt.Store(now.UnixNano())
+	}
 	oh.rec.mu.Lock()
 	defer oh.rec.mu.Unlock()
 	h := &oh.rec.holds[oh.i]
 	h.End, h.Skipped = now, skipped
 	if ns := oh.lostAt.Load(); ns != 0 {
-		if t := time.Unix(0, ns); t.Before(now) {
+		if t := time.Unix(0, ns); !t.After(now) {
 			h.Lost = t
 		}
 	}
 	if skipped {
 		h.Done, h.DoneOut = now, OutOK
 	}
+}
+
+// leaseLate is the latest moment the hold's fixed lease can run out in
+// Redis (zero for a watchdog hold).
+func (oh *openHold) leaseLate() time.Time {
+	oh.rec.mu.Lock()
+	defer oh.rec.mu.Unlock()
+	return oh.rec.holds[oh.i].LeaseLate
 }
 
 // probed records a look at Redis right after the grant.
@@ -225,5 +241,22 @@ func (rec *recorder) snapshot() ([]Call, []Hold) {
 	}
 	holds := make([]Hold, len(rec.holds))
 	copy(holds, rec.holds)
+	for i := range holds {
+		h := &holds[i]
+		h.LostLate = !h.End.IsZero() && h.Lost.IsZero() && !h.Skipped && closed(rec.lost[i])
+	}
 	return calls, holds
+}
+
+// closed reports whether ch (nil: never) is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -88,6 +88,7 @@ type runner struct {
 	renewals  []Renewal
 	faultLog  []Fault
 	extraVios []Violation
+	reported  map[string]bool // see firstReport
 }
 
 func (r *runner) stopping() bool { return r.stop.Load() }
@@ -157,6 +158,7 @@ func Run(tb testing.TB, cfg Config) Result {
 	<-injected
 	log := r.collect(start, time.Now())
 	r.checkFairQueues()
+	r.checkSemCounts()
 
 	for _, c := range r.clients {
 		_ = c.c.Close()
@@ -284,6 +286,7 @@ func (r *runner) collect(start, end time.Time) *Log {
 	l.Renewals = slices.Clone(r.renewals)
 	l.Faults = slices.Clone(r.faultLog)
 	r.mu.Unlock()
+	l.Withheld = r.faults.Withheld()
 	return l
 }
 
@@ -293,29 +296,6 @@ func recordersOf(ws []*worker) []*recorder {
 		out[i] = w.rec
 	}
 	return out
-}
-
-// checkFairQueues: once every worker has stopped, every fair lock's queue in
-// Redis must drain within fairQueueWait (cancelled waiters leave it).
-func (r *runner) checkFairQueues() {
-	ctx, cancel := context.WithTimeout(context.Background(), fairQueueWait+2*time.Second)
-	defer cancel()
-	deadline := time.Now().Add(fairQueueWait)
-	for i := 0; i < namesPerPrim; i++ {
-		q := fmt.Sprintf("redisson_lock_queue:{fair%d}", i)
-		for {
-			n, err := r.admin["A"].LLen(ctx, q).Result()
-			if err == nil && n == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				left, _ := r.admin["A"].LRange(ctx, q, 0, -1).Result()
-				r.violate(VFairQueue, fmt.Sprintf("%s still holds %d waiter(s) %v after every worker stopped (err %v)", q, n, left, err))
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 }
 
 // checkResources: after Close, goroutines return to the baseline (within

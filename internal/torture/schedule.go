@@ -32,6 +32,9 @@ func (p Planned) String() string {
 	if p.Kind == FaultBlock {
 		s += fmt.Sprintf(" (client %d, %s)", p.Client, p.Class)
 	}
+	if p.Kind == FaultLate {
+		s += " (release replies late)"
+	}
 	return s
 }
 
@@ -73,7 +76,8 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			// A shuffled bag rather than independent draws: every stretch of
 			// eight faults has the same mix, so no seed goes without hook
 			// windows (where most bugs show) or without a restart slot.
-			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart, FaultBlock, FaultBlock, FaultBlock}
+			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart,
+				FaultBlock, FaultBlock, FaultBlock, FaultBlock, FaultLate, FaultLate}
 			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
 		p := Planned{At: at, Kind: bag[0], Server: "A"}
@@ -102,14 +106,25 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 		case FaultPause:
 			p.Dur = between(200*time.Millisecond, 800*time.Millisecond)
 		case FaultBlock:
-			// Releases refused past a fixed lease (their hold expires while
-			// the release is owed); settlements refused past a latch
-			// record's life (LatchKeep in the run's options).
-			p.Client = rng.IntN(max(clients[p.Server], 1))
-			p.Class, p.Dur = ClassRelease, between(time.Second, 4*time.Second)
+			// Releases refused past a fixed lease and past the watchdog's
+			// (their hold expires while the release is owed); settlements
+			// refused past a latch record's life (LatchKeep in the run's
+			// options, a final release's 5s record before the fixes). Half
+			// of them hit every Client of the server, so that they meet
+			// the hand-offs, re-locks and shared names of busy Clients.
+			p.Server = "A" // where every primitive lives
+			p.Client = -1
 			if rng.IntN(2) == 0 {
-				p.Class, p.Dur = ClassResolve, between(3*time.Second, 7*time.Second)
+				p.Client = rng.IntN(max(clients[p.Server], 1))
 			}
+			p.Class, p.Dur = ClassRelease, between(2*time.Second, 6*time.Second)
+			if rng.IntN(2) == 0 {
+				p.Class, p.Dur = ClassResolve, between(6*time.Second, 10*time.Second)
+			}
+			p.Seed = rng.Uint64()
+		case FaultLate:
+			p.Server = "A"
+			p.Dur = between(4*time.Second, 8*time.Second)
 			p.Seed = rng.Uint64()
 		}
 		out = append(out, p)

@@ -48,29 +48,54 @@ func (w *worker) lockStep(p plan, prim Prim, cl *client, name string) {
 		}
 	}
 	critical(p, s)
-	if !w.release(cl, l, prim, []string{res}, []string{owner}, count, p, h) && !dirty {
+	rp := p
+	if p.relock && s.lease > 0 {
+		// A caller in a hurry, which re-locks when its Unlock failed: the
+		// release it gave up on is still owed, and the re-lock comes once
+		// the old fixed lease has run out (see relock).
+		rp.noDeadline = false
+		for i := 3; i < len(rp.deadlines); i++ {
+			rp.deadlines[i] = p.quickUnlock
+		}
+	}
+	if !w.release(cl, l, prim, []string{res}, []string{owner}, count, rp, h) && !dirty {
 		return
 	}
 	if !p.relock || dirty {
 		w.forget(prim, cl, name)
 		return
 	}
-	w.relock(cl, l, prim, res, owner, name, p)
+	w.relock(cl, l, prim, res, owner, name, p, h.leaseLate())
 }
 
-// relock locks again with the same handle right after its Unlock failed,
-// while that release may still be owed to Redis, with a lease long enough
-// that a release reaching Redis after this grant would free a hold that
-// still has most of its lease to run.
-func (w *worker) relock(cl *client, l *lockactor.Lock, prim Prim, res, owner, name string, p plan) {
-	s := shape{op: OpLock, lease: 10 * time.Second}
+// The re-lock after a failed Unlock: its lease, and how far past the old
+// hold's fixed lease it waits at most.
+const (
+	relockLease   = 10 * time.Second
+	relockWaitMax = 5 * time.Second
+)
+
+// relock locks again with the same handle after its Unlock failed, while
+// that release may still be owed to Redis, with a lease long enough that a
+// release reaching Redis after this grant would free a hold that still has
+// most of its lease to run. After a hold with a fixed lease it waits until
+// that lease has surely run out in Redis (oldLease, a little after): sooner,
+// Redis would count the grant as a reentry of the old hold, which the owed
+// release then merely decrements. It keeps the new hold for a while, so
+// that a stale release has time to reach Redis and another owner to take
+// the name meanwhile.
+func (w *worker) relock(cl *client, l *lockactor.Lock, prim Prim, res, owner, name string, p plan, oldLease time.Time) {
+	if d := time.Until(oldLease.Add(20 * time.Millisecond)); !oldLease.IsZero() && d > 0 {
+		time.Sleep(min(d, relockWaitMax))
+	}
+	s := shape{op: OpLock, lease: relockLease}
 	out, ci := w.acquireLock(cl, l, prim, res, owner, s, p.deadlines[2])
 	if out != OutOK {
 		w.forget(prim, cl, name)
 		return
 	}
 	h := w.grant(l, Hold{Prim: prim, Res: res, Owner: owner}, ci)
-	critical(p, shape{})
+	time.Sleep(p.longCrit)
 	if w.release(cl, l, prim, []string{res}, []string{owner}, 1, p, h) {
 		w.forget(prim, cl, name)
 	}
@@ -91,10 +116,7 @@ func (w *worker) grant(l *lockactor.Lock, h Hold, ci int) *openHold {
 // probe looks, on an unhooked connection, whether Redis has the hold the
 // caller was just handed (see CheckGhostGrants).
 func (w *worker) probe(oh *openHold, h Hold) {
-	if h.Prim != PrimLock && h.Prim != PrimFenced && h.Prim != PrimFair {
-		// Only single-name holds: a MultiLock member's grant may be given
-		// back by its coordinator right after, which is not this check's
-		// business (and intermittently looked like a ghost).
+	if h.Prim != PrimLock && h.Prim != PrimFenced && h.Prim != PrimFair && h.Prim != PrimMulti {
 		return
 	}
 	server, name, _ := strings.Cut(h.Res, "/")
@@ -105,6 +127,10 @@ func (w *worker) probe(oh *openHold, h Hold) {
 		oh.probed(time.Now(), !has)
 	}
 }
+
+// holdOnAfterFailure is how long an owner keeps its remaining holds after a
+// failed Unlock of one of them: past the longest settlement block.
+const holdOnAfterFailure = 10 * time.Second
 
 // release ends holds (just before the last Unlock) and unlocks count times;
 // it reports whether any Unlock failed.
@@ -126,6 +152,13 @@ func (w *worker) release(cl *client, l lockactor.Locker, prim Prim, res, owners 
 		if i < count-1 {
 			for _, h := range holds {
 				w.rec.link(ci, h.id)
+			}
+			if out != OutOK {
+				// The runtime goes on releasing that one hold in the
+				// background; the owner still has the others, and keeps
+				// them until any settlement of the failed release is over:
+				// a release applied twice would free the lock under it.
+				time.Sleep(holdOnAfterFailure)
 			}
 		}
 	}

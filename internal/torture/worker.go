@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/lockactor/lockactor"
@@ -22,22 +23,39 @@ const (
 	stepLockB
 	stepForce
 	stepShared
+	stepOwn
 	numSteps
 )
 
-var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10}
+var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4}
 
-// Fixed leases are mostly 1-4s; one in three is short (shortLease to
-// shortLeaseMax), so that fault delays (up to twice shortLeaseMax, see
-// Faults.draw) outlast them. A rare one is below MinLease, which the
-// library must refuse.
+// Fixed leases are 1-4s for about a third; one in two is short (shortLease
+// to shortLeaseMax), so that fault delays (up to twice shortLeaseMax, see
+// Faults.draw and FaultLate) outlast them; one in ten is long (longLease to
+// twice it) for about one in seven, so that it outlasts a settlement block and the 5s latch record
+// of a final release before the fixes. A rare one is below MinLease, which
+// the library must refuse.
 const (
 	shortLease    = 200 * time.Millisecond
 	shortLeaseMax = 400 * time.Millisecond
+	longLease     = 6 * time.Second
 )
 
 // namesPerPrim is the pool of names per primitive: small, for contention.
 const namesPerPrim = 3
+
+// sharedPrims are the kinds a shared name is taken as. They exclude each
+// other on one hash (each acquire script refuses while the hash exists), but
+// a release of one kind wakes no waiter of another, so waits on shared names
+// are not judged by the liveness check (see shared). ReadWriteLock is left
+// out: its scripts look at the hash's mode field only, so a read or write
+// hold is granted over a Lock's hold, and a Lock's last release deletes the
+// readers' fields with the hash; the library inherits that from Redisson,
+// and mixing the kinds would only show that.
+var sharedPrims = [...]Prim{PrimLock, PrimFenced, PrimFair}
+
+// shared reports whether res is one of the names several kinds share.
+func shared(res string) bool { return strings.Contains(res, "/shared") }
 
 // plan is every random choice of one step, drawn up front in a fixed order
 // so the n-th step of a worker is the same for a seed whatever earlier calls
@@ -48,7 +66,7 @@ type plan struct {
 	nameB     int
 	shape     int           // which call shape (see shapeOf)
 	wait      time.Duration // TryLock/TryAcquire wait, 0-500ms
-	lease     time.Duration // WithLease, 1-4s
+	lease     time.Duration // WithLease (see shortLease)
 	cancel    time.Duration // early cancel, 0-50ms (+1ns so it is > 0)
 	crit      time.Duration // critical section, 0-5ms
 	long      bool          // a rare long critical section: the watchdog must renew
@@ -63,7 +81,12 @@ type plan struct {
 	relock bool
 	// noDeadline: the step's Unlocks run without a deadline.
 	noDeadline bool
-	fenced     bool // a shared-name step takes the name as a FencedLock
+	// sharedPrim: which kind a shared-name step takes the name as (see
+	// sharedPrims).
+	sharedPrim int
+	// quickUnlock: the Unlock deadline (100-300ms) of a step that re-locks
+	// after a fixed lease, a caller in a hurry.
+	quickUnlock time.Duration
 }
 
 func drawPlan(rng *rand.Rand) plan {
@@ -82,8 +105,10 @@ func drawPlan(rng *rand.Rand) plan {
 	switch r := rng.IntN(100); {
 	case r < 1:
 		p.lease = time.Duration(rng.Int64N(int64(lockactor.MinLease))) + 1 // refused
-	case r < 34:
+	case r < 50:
 		p.lease = shortLease + time.Duration(rng.Int64N(int64(shortLeaseMax-shortLease)+1))
+	case r < 65:
+		p.lease = longLease + time.Duration(rng.Int64N(int64(longLease)+1))
 	}
 	p.cancel = time.Duration(rng.Int64N(int64(50*time.Millisecond))) + 1
 	p.crit = time.Duration(rng.Int64N(int64(5*time.Millisecond) + 1))
@@ -98,7 +123,8 @@ func drawPlan(rng *rand.Rand) plan {
 	}
 	p.relock = rng.IntN(2) == 0
 	p.noDeadline = rng.IntN(4) == 0
-	p.fenced = rng.IntN(2) == 0
+	p.sharedPrim = rng.IntN(len(sharedPrims))
+	p.quickUnlock = 100*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond)+1))
 	return p
 }
 
@@ -117,11 +143,11 @@ type shape struct {
 // reentrant runs.
 func shapeOf(p plan, reentrantOK bool) shape {
 	switch s := p.shape; {
-	case s < 22:
+	case s < 20:
 		return shape{op: OpLock}
-	case s < 36:
+	case s < 32:
 		return shape{op: OpTryLock}
-	case s < 54:
+	case s < 48:
 		return shape{op: OpTryLock, wait: p.wait}
 	case s < 66:
 		return shape{op: OpLock, lease: p.lease}
@@ -186,13 +212,21 @@ func (w *worker) run() {
 		case stepForce:
 			w.forceStep(p)
 		case stepShared:
-			// One name taken as a Lock or a FencedLock through the same
-			// Client: two actors of one Client on one hash.
-			prim := PrimLock
-			if p.fenced {
-				prim = PrimFenced
+			// One name taken as a Lock, a FencedLock or a FairLock through
+			// the same Client: three actors of one Client on one hash. Half
+			// of them reentrant, so that a partial release sent twice
+			// would free the name under its owner.
+			if p.shape%2 == 0 {
+				p.shape = 99
 			}
-			w.lockStep(p, prim, w.ca, fmt.Sprintf("shared%d", p.name))
+			w.lockStep(p, sharedPrims[p.sharedPrim], w.ca, fmt.Sprintf("shared%d", p.name))
+		case stepOwn:
+			// A name nobody else takes, with a long fixed lease: its actor
+			// has nothing else to do, so a release is its last request
+			// (the latch record of which lived 5s before the fixes) while
+			// the hold outlives a settlement block.
+			p.shape, p.lease = 60, longLease+p.lease%longLease
+			w.lockStep(p, PrimLock, w.ca, fmt.Sprintf("own%d", w.rec.g))
 		}
 	}
 }
@@ -232,7 +266,7 @@ func handleKey(prim Prim, cl *client, name string) string {
 // records it.
 func (w *worker) acquireLock(cl *client, l *lockactor.Lock, prim Prim, res, owner string, s shape, deadline time.Duration) (Outcome, int) {
 	c := Call{Client: cl.name, Prim: prim, Op: s.op, Res: []string{res}, Owners: []string{owner}, Wait: s.wait, Lease: s.lease,
-		Waiting: s.op == OpLock || s.wait > 0}
+		Waiting: (s.op == OpLock || s.wait > 0) && !shared(res)}
 	cc := newCallCtx(deadline, s.cancel)
 	defer cc.done()
 	return w.rec.do(c, cc, func(ctx context.Context) (bool, error) { return lockCall(ctx, l, s) })

@@ -1,0 +1,314 @@
+package torture
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/scripts"
+)
+
+// window is an active hook fault.
+type window struct {
+	server string
+	client int // -1: every Client of the server
+	prob   float64
+	rng    *rand.Rand
+}
+
+// block is an active FaultBlock: every command of class from one Client
+// (or every Client of the server) is refused. A block of settlements also
+// loses, during its first blockLoseFor, the replies of those Clients'
+// latched scripts with chance blockLoseProb, so that there are lost replies
+// to settle while settlements cannot get through, and the block outlasts
+// the latch records of the first ones by several seconds.
+type block struct {
+	server string
+	client int // -1: every Client of the server
+	class  string
+	from   time.Time
+	rng    *rand.Rand
+}
+
+// A settlement block loses, during its first blockLoseFor, the reply of a
+// release script with chance blockLoseRelease (the lost releases are what
+// a settlement can get wrong: a partial release sent twice, permits given
+// back twice, a final release re-sent), and of an acquire script with
+// chance blockLoseAcquire (low: an actor with a reply to settle sends
+// nothing else, and should first get to send a release).
+const (
+	blockLoseRelease = 0.9
+	blockLoseAcquire = 0.1
+	blockLoseFor     = 3 * time.Second
+)
+
+// late is an active FaultLate: the reply of every hand-off script of the
+// server's Clients that grants the next owner a short lease (up to
+// shortLeaseMax) comes back after that lease has run out: lateBy past it
+// and up to the lease again.
+type late struct {
+	server string
+	rng    *rand.Rand
+}
+
+// lateBy is the least a FaultLate reply comes back after the lease its
+// hand-off granted ran out.
+const lateBy = 100 * time.Millisecond
+
+var handoffSHA = scripts.Latched.Handoff.Hash()
+
+// Withheld is a release script whose reply the hook withheld after it ran
+// in Redis (EffectLoseReply): the runtime cannot know it ran, the checker
+// can (see CheckLateLost).
+type Withheld struct {
+	T      time.Time
+	Client string // the hooked Client, "A1", ...
+	Server string
+	Key    string   // KEYS[1], the lock's name
+	Args   []string // every argument, to find the owner's field among them
+	Reply  string   // the script's reply: an integer, or "nil"
+}
+
+// Faults is the state the hooks of every Client share: the active windows
+// (if any) and what was injected.
+type Faults struct {
+	mu       sync.Mutex
+	active   *window
+	blocked  *block
+	slow     *late
+	counts   [numEffects]int
+	withheld []Withheld
+}
+
+// Block starts refusing the commands p.Class names from p's Client (every
+// Client of p.Server when p.Client is -1).
+func (f *Faults) Block(p Planned) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blocked = &block{server: p.Server, client: p.Client, class: p.Class, from: time.Now(), rng: rand.New(rand.NewPCG(p.Seed, 2))}
+}
+
+// Unblock ends the block window.
+func (f *Faults) Unblock() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blocked = nil
+}
+
+// Slow starts delaying the replies of p.Server's release scripts.
+func (f *Faults) Slow(p Planned) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.slow = &late{server: p.Server, rng: rand.New(rand.NewPCG(p.Seed, 3))}
+}
+
+// Unslow ends the late-reply window.
+func (f *Faults) Unslow() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.slow = nil
+}
+
+// blocks is what a block window does to cmds of server's client:
+// EffectBlock when one of them is of the blocked class (a pipeline is
+// refused whole), EffectLoseReply for a latched script a settlement block
+// picked, else EffectNone. It counts what it did.
+func (f *Faults) blocks(server string, client int, cmds []redis.Cmder) Effect {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.blocked
+	if b == nil || b.server != server || (b.client >= 0 && b.client != client) {
+		return EffectNone
+	}
+	lose := 0.0
+	for _, cmd := range cmds {
+		switch c := classOf(cmd.Args()); {
+		case c == b.class:
+			f.counts[EffectBlock]++
+			return EffectBlock
+		case c == ClassRelease:
+			lose = blockLoseRelease
+		case c == ClassAcquire:
+			lose = max(lose, blockLoseAcquire)
+		}
+	}
+	if lose > 0 && b.class == ClassResolve && time.Since(b.from) < blockLoseFor && b.rng.Float64() < lose {
+		f.counts[EffectLoseReply]++
+		return EffectLoseReply
+	}
+	return EffectNone
+}
+
+// lateHandoff is how late the reply of cmds of server comes back: 0 unless
+// a FaultLate window of server is open and one of cmds is a hand-off that
+// grants a short lease.
+func (f *Faults) lateHandoff(server string, cmds []redis.Cmder) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.slow
+	if s == nil || s.server != server {
+		return 0
+	}
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		if sha, _ := scriptSHA(args); sha != handoffSHA {
+			continue
+		}
+		// EVALSHA sha numkeys KEYS... ARGV...: ARGV[4] is the next owner's
+		// lease in ms (handoff.lua).
+		lease, ok := scriptArg(args, 4)
+		if !ok || lease <= 0 || lease > shortLeaseMax.Milliseconds() {
+			continue
+		}
+		f.counts[EffectLateReply]++
+		d := time.Duration(lease) * time.Millisecond
+		return d + lateBy + time.Duration(s.rng.Int64N(int64(d)+1))
+	}
+	return 0
+}
+
+// scriptArg is ARGV[i] of a script call, as an integer.
+func scriptArg(args []any, i int) (int64, bool) {
+	if len(args) < 3 {
+		return 0, false
+	}
+	var numKeys, v int64
+	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &numKeys); err != nil {
+		return 0, false
+	}
+	at := 3 + int(numKeys) + i - 1
+	if at >= len(args) {
+		return 0, false
+	}
+	if _, err := fmt.Sscan(fmt.Sprint(args[at]), &v); err != nil {
+		return 0, false
+	}
+	return v, true
+}
+
+// withhold records the release scripts among cmds, which ran, whose
+// replies the hook is about to replace by ErrReplyLost.
+func (f *Faults) withhold(server, client string, cmds []redis.Cmder) {
+	now := time.Now()
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		if classOf(args) != ClassRelease || len(args) < 4 {
+			continue
+		}
+		w := Withheld{T: now, Client: client, Server: server, Key: fmt.Sprint(args[3]), Reply: "nil"}
+		for _, a := range args {
+			w.Args = append(w.Args, fmt.Sprint(a))
+		}
+		if c, ok := cmd.(*redis.Cmd); ok && c.Err() == nil && c.Val() != nil {
+			w.Reply = fmt.Sprint(c.Val())
+		}
+		f.mu.Lock()
+		f.withheld = append(f.withheld, w)
+		f.mu.Unlock()
+	}
+}
+
+// Withheld returns the release replies the hook withheld.
+func (f *Faults) Withheld() []Withheld {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Withheld(nil), f.withheld...)
+}
+
+// The classes of command a block window can refuse.
+const (
+	ClassRelease = "release" // every latched release script
+	ClassResolve = "resolve" // settlements of lost replies (latch_resolve.lua)
+	ClassAcquire = "acquire" // every latched acquire script (never blocked)
+)
+
+var classBySHA = func() map[string]string {
+	m := map[string]string{scripts.Resolve.Hash(): ClassResolve}
+	for _, s := range []*redis.Script{scripts.Latched.Unlock, scripts.Latched.Handoff, scripts.Latched.FairUnlock,
+		scripts.Latched.ReadUnlock, scripts.Latched.WriteUnlock, scripts.Latched.SemaphoreRelease} {
+		m[s.Hash()] = ClassRelease
+	}
+	for _, s := range []*redis.Script{scripts.Latched.Lock, scripts.Latched.FencedLock, scripts.Latched.FairLock,
+		scripts.Latched.ReadLock, scripts.Latched.WriteLock, scripts.Latched.SemaphoreAcquire} {
+		m[s.Hash()] = ClassAcquire
+	}
+	return m
+}()
+
+// classOf is the class of a script call (EVALSHA or EVAL), or "".
+func classOf(args []any) string {
+	sha, _ := scriptSHA(args)
+	return classBySHA[sha]
+}
+
+// scriptSHA is the SHA1 of the script an EVALSHA names or an EVAL (after
+// NOSCRIPT) carries; false for any other command.
+func scriptSHA(args []any) (string, bool) {
+	if len(args) < 2 {
+		return "", false
+	}
+	switch strings.ToLower(fmt.Sprint(args[0])) {
+	case "evalsha":
+		return fmt.Sprint(args[1]), true
+	case "eval":
+		if src, ok := args[1].(string); ok {
+			sum := sha1.Sum([]byte(src))
+			return hex.EncodeToString(sum[:]), true
+		}
+	}
+	return "", false
+}
+
+// Open starts a hook fault window as p plans it.
+func (f *Faults) Open(p Planned) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = &window{server: p.Server, client: p.Client, prob: p.Prob, rng: rand.New(rand.NewPCG(p.Seed, 1))}
+}
+
+// Close ends the active window.
+func (f *Faults) Close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = nil
+}
+
+// Counts returns how many commands got each effect.
+func (f *Faults) Counts() [numEffects]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts
+}
+
+// draw decides the effect on one command of server's client, and a delay.
+func (f *Faults) draw(server string, client int) (Effect, time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := f.active
+	if w == nil || w.server != server || (w.client >= 0 && w.client != client) || w.rng.Float64() >= w.prob {
+		return EffectNone, 0
+	}
+	e := EffectRefuse
+	switch r := w.rng.IntN(20); {
+	case r >= 17:
+		e = EffectLateReply
+	case r >= 14:
+		e = EffectDelay
+	case r >= 8:
+		e = EffectLoseReply
+	}
+	f.counts[e]++
+	d := 50*time.Millisecond + time.Duration(w.rng.Int64N(int64(250*time.Millisecond)))
+	if w.rng.IntN(3) == 0 {
+		// Longer than the shortest fixed leases (shortLease), up to twice
+		// them: a reply that comes back after its grant has expired.
+		d = shortLease + time.Duration(w.rng.Int64N(int64(2*shortLeaseMax-shortLease)))
+	}
+	return e, d
+}

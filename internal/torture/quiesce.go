@@ -1,0 +1,70 @@
+package torture
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// checkFairQueues: once every worker has stopped, every fair lock's queue in
+// Redis must drain within fairQueueWait (cancelled waiters leave it).
+func (r *runner) checkFairQueues() {
+	ctx, cancel := context.WithTimeout(context.Background(), fairQueueWait+2*time.Second)
+	defer cancel()
+	deadline := time.Now().Add(fairQueueWait)
+	for i := 0; i < 2*namesPerPrim; i++ {
+		q := fmt.Sprintf("redisson_lock_queue:{fair%d}", i)
+		if i >= namesPerPrim { // shared names are taken as FairLocks too
+			q = fmt.Sprintf("redisson_lock_queue:{shared%d}", i-namesPerPrim)
+		}
+		for {
+			n, err := r.admin["A"].LLen(ctx, q).Result()
+			if err == nil && n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				left, _ := r.admin["A"].LRange(ctx, q, 0, -1).Result()
+				r.violate(VFairQueue, fmt.Sprintf("%s still holds %d waiter(s) %v after every worker stopped (err %v)", q, n, left, err))
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// checkSemCounts: no semaphore may ever count more free permits than it
+// was set to (the permits held can only lower it), whatever Redis said or
+// did not say. It reads every generation's count in Redis (a restart wipes
+// them, and is checked just before it): a request applied twice (a
+// settlement that answered "did not run" for a Release that had run) leaves
+// its extra permits there for good.
+func (r *runner) checkSemCounts() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for g := int64(0); g <= r.gen.Load(); g++ {
+		for i := 0; i < namesPerPrim; i++ {
+			name := fmt.Sprintf("sem%d.g%d", i, g)
+			v, err := r.admin["A"].Get(ctx, name).Result()
+			if err != nil {
+				continue // gone with a restart, or unreadable: nothing to judge
+			}
+			if n, err := strconv.Atoi(v); err == nil && n > r.lim.Permits && r.firstReport("semaphore-count "+name) {
+				r.violate(VPermits, fmt.Sprintf("A/%s: Redis counts %d free permits, more than the %d it was set to (at +%.3fs)",
+					name, n, r.lim.Permits, time.Since(r.start).Seconds()))
+			}
+		}
+	}
+}
+
+// firstReport reports whether key is reported for the first time.
+func (r *runner) firstReport(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reported == nil {
+		r.reported = map[string]bool{}
+	}
+	first := !r.reported[key]
+	r.reported[key] = true
+	return first
+}
