@@ -77,3 +77,46 @@ func TestTinyLeaseRefused(t *testing.T) {
 		t.Fatalf("TryLock with a lease of 20 x MinLease = %v, %v", ok, err)
 	}
 }
+
+// A MultiLock with a fixed lease whose round outlasts the lease must not be
+// reported held: a member granted early has expired in Redis by the time the
+// last member is granted. Each member checks only its own attempt's age,
+// and an attempt can wait in its member's actor first (here behind another
+// handle's Unlock whose reply is late). Only RedLock rounds were checked
+// against their lease: MultiLock.Lock returned nil with a member already
+// gone, and another Client took it (found by the torture suite's
+// ghost-grant probe).
+func TestMultiLockRoundLongerThanLease(t *testing.T) {
+	srv := redistest.Start(t)
+	slow, hook := hooked(t, srv)
+	fast := newClient(t, srv.Client(t))
+	late := newClient(t, slow)
+	rival := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	const lease = 300 * time.Millisecond
+	other := late.Lock("ml-late")
+	if err := other.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The late member's actor is busy with other's release, whose reply
+	// comes back two leases after it ran.
+	hook.once(t, slow, scripts.Latched.Unlock, faultRule{delay: 2 * lease, after: true})
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- other.Unlock(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	ml := lockactor.NewMultiLock(fast.Lock("ml-early"), late.Lock("ml-late"))
+	start := time.Now()
+	if err := ml.Lock(ctx, lockactor.WithLease(lease)); err != nil {
+		t.Fatalf("MultiLock.Lock: %v", err)
+	}
+	took := time.Since(start)
+	if ok, err := rival.Lock("ml-early").TryLock(ctx); ok || err != nil {
+		t.Fatalf("another Client's TryLock of the early member = %v, %v right after MultiLock.Lock returned (after %v): the member had expired", ok, err, took)
+	}
+	if err := waitErr(t, unlocked, 5*time.Second, "other's Unlock"); err != nil {
+		t.Fatal(err)
+	}
+	if took < lease {
+		t.Fatalf("MultiLock.Lock returned after %v, within the lease: the busy member was not exercised", took)
+	}
+}

@@ -193,8 +193,12 @@ func (a *groupActor) acquired(r *round, timedOut bool) {
 			errs = append(errs, r.parts[i].Err)
 		}
 	}
+	// Every member's lease began no earlier than the round's start: once a
+	// round outlasts its lease, the first members granted may be gone in
+	// Redis already. A RedLock always has a lease; a MultiLock has one when
+	// it was asked for (without one, each member's watchdog renews it).
 	ok := granted >= a.g.Quorum
-	if a.g.Redlock {
+	if lease > 0 {
 		ok = ok && validity(lease, time.Since(r.start)) > 0
 	}
 	if ok {
