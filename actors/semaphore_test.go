@@ -45,6 +45,18 @@ func TestSemaphoreActor(t *testing.T) {
 			expect("sem_add 1", reply(semOK)),
 			permits(2),
 		}},
+		{name: "a TryAcquire behind a settlement out of reach hears its error", permits: 2, steps: []step{
+			acquireN("a", 1),
+			expect("sem_acquire 1", lose(true, semOK)),
+			tryAcquireN("b", 1),
+			expect("resolve sem_acquire 1", settleErr(errLost)),
+			answered("a", failed(errLost)),
+			expect("resolve sem_acquire 1", settleErr(errLost)),
+			answered("b", failed(errLost)),
+			expect("resolve sem_acquire 1", settle(redisio.Ran, semOK)),
+			expect("sem_add 1", reply(semOK)),
+			permits(2),
+		}},
 		{name: "permits granted without the replicas go back", permits: 2, steps: []step{
 			tryAcquireN("a", 2),
 			expect("sem_acquire 2", reply(unsynced(semOK))),
