@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -40,14 +41,18 @@ func TestSentinelGracefulFailoverKeepsLocks(t *testing.T) {
 		// over the Sentinel group), whose subscriptions also stayed on
 		// the demoted master
 		cluster bool
+		long    bool // only with LOCKACTOR_TORTURE: CI's time goes to the others
 	}{
-		{"watchdog3s", 3 * time.Second, false, false},
-		{"watchdogDefault", 0, false, false},
-		{"watchdog3s/sentinelPace", 3 * time.Second, true, false},
-		{"watchdogDefault/sentinelPace", 0, true, false},
-		{"watchdogDefault/sentinelPace/clusterClient", 0, true, true},
+		{"watchdog3s", 3 * time.Second, false, false, false},
+		{"watchdogDefault", 0, false, false, true},
+		{"watchdog3s/sentinelPace", 3 * time.Second, true, false, false},
+		{"watchdogDefault/sentinelPace", 0, true, false, true},
+		{"watchdogDefault/sentinelPace/clusterClient", 0, true, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.long && os.Getenv(tortureEnv) == "" {
+				t.Skip("a variant of the others; set " + tortureEnv + " to run it")
+			}
 			sen := redistest.StartSentinel(t)
 			var opts []lockactor.Option
 			if tt.watchdog > 0 {
