@@ -110,6 +110,10 @@ func (c *clusterTopo) apply(r *runner, tb testing.TB, p Planned) {
 		f.Detail = c.back(tb)
 	case FaultStopMaster:
 		ms := c.cl.Masters()
+		if len(ms) == 0 {
+			f.Detail = "skipped: no master answers"
+			break
+		}
 		m := ms[rng.IntN(len(ms))]
 		in := c.slotsOf(m)
 		m.Pause(tb)
@@ -186,7 +190,7 @@ func (c *clusterTopo) crash(r *runner, tb testing.TB, p Planned, rng *rand.Rand)
 			return
 		}
 		time.Sleep(time.Second + time.Duration(rng.Int64N(int64(2*time.Second))))
-		c.rejoin(r, tb, m)
+		c.rejoin(tb, m)
 	})
 	return detail
 }
@@ -200,10 +204,14 @@ func (c *clusterTopo) back(tb testing.TB) string {
 	if m == nil {
 		return "skipped: no node down"
 	}
-	c.rejoin(nil, tb, m)
-	key := keyIn(slots)
+	x := c.rejoin(tb, m)
+	if x == nil {
+		return fmt.Sprintf("%s back, but not replicating (%d slots when killed)", m.Addr(), len(slots))
+	}
+	// The master it replicates now, whatever slots moved meanwhile.
+	key := keyIn(c.slotSet(x))
 	to := c.cl.Failover(tb, key)
-	return fmt.Sprintf("%s back; failover of the slot of %q made %s master again", m.Addr(), key, to.Addr())
+	return fmt.Sprintf("%s back; failover of the slot of %q from %s made %s master again", m.Addr(), key, x.Addr(), to.Addr())
 }
 
 // takeoverWait bounds a replica's takeover of a killed master (node timeout
@@ -224,21 +232,23 @@ func (c *clusterTopo) waitTakeover(r *runner, m, rep *redistest.Server) {
 	r.violate(VWorkload, fmt.Sprintf("fault injection: %s did not take over from %s within %v", rep.Addr(), m.Addr(), takeoverWait))
 }
 
-// rejoin restarts m and waits until it replicates a master and the cluster
-// is ok. r may be nil (no violation is then recorded, tb fails instead).
-func (c *clusterTopo) rejoin(r *runner, tb testing.TB, m *redistest.Server) {
+// rejoin restarts m, waits until it replicates a master and the cluster is
+// ok, and returns that master (nil, and an error through tb, if it does
+// not rejoin within takeoverWait).
+func (c *clusterTopo) rejoin(tb testing.TB, m *redistest.Server) *redistest.Server {
 	m.Restart(tb)
 	deadline := time.Now().Add(takeoverWait)
 	for time.Now().Before(deadline) {
 		for _, x := range c.cl.Masters() {
 			if c.cl.ReplicaOf(x) == m {
 				c.cl.WaitOK(tb)
-				return
+				return x
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	tb.Errorf("torture: %s did not rejoin as a replica within %v", m.Addr(), takeoverWait)
+	return nil
 }
 
 // masterWithReplica picks a serving master that has a replica, or nil.
