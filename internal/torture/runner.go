@@ -208,6 +208,7 @@ func Run(tb testing.TB, cfg Config) Result {
 	figs.Topology = r.topo.figures(log)
 	// Drop the log before measuring the heap: it is the run's, not a leak.
 	log, r.workers, r.self, r.renewals, r.faultLog = nil, nil, nil, nil, nil
+	r.topo.rx = Relaxations{}
 	r.logf("checked; measuring goroutines and heap")
 	vs = append(vs, checkResources(baseG, baseHeap)...)
 	figs.Violations = countViolations(vs)
