@@ -113,12 +113,18 @@ func (c *clusterTopo) apply(r *runner, tb testing.TB, p Planned) {
 			break
 		}
 		key := c.keyOn(m, rng)
-		to := c.cl.Failover(tb, key)
+		var to *redistest.Server
+		if err := r.tryRig(tb, func(tb testing.TB) { to = c.cl.Failover(tb, key) }); err != nil {
+			// CLUSTER FAILOVER is lossless whether or not it completed:
+			// nothing is relaxed.
+			f.Detail = fmt.Sprintf("%s (slot of %q): rig: %v", m.Addr(), key, err)
+			break
+		}
 		f.Detail = fmt.Sprintf("%s -> %s (slot of %q)", m.Addr(), to.Addr(), key)
 	case FaultCrash, FaultNodeDown:
 		f.Detail = c.crash(r, tb, p, rng)
 	case FaultNodeBack:
-		f.Detail = c.back(tb)
+		f.Detail = c.back(r, tb)
 	case FaultStopMaster:
 		ms := c.cl.Masters()
 		if len(ms) == 0 {
@@ -156,10 +162,13 @@ func (c *clusterTopo) move(r *runner, tb testing.TB, p Planned, rng *rand.Rand) 
 	}
 	to := others[rng.IntN(len(others))]
 	if p.Kind == FaultSlotMove {
-		c.cl.MoveSlot(tb, name, to)
-		return fmt.Sprintf("slot of %q %s -> %s", name, from.Addr(), to.Addr())
+		err := r.tryRig(tb, func(tb testing.TB) { c.cl.MoveSlot(tb, name, to) })
+		return fmt.Sprintf("slot of %q %s -> %s (rig: %v)", name, from.Addr(), to.Addr(), err)
 	}
-	finish := c.cl.BeginSlotMove(tb, name, to)
+	var finish func() error
+	if err := r.tryRig(tb, func(tb testing.TB) { finish = c.cl.BeginSlotMove(tb, name, to) }); err != nil {
+		return fmt.Sprintf("slot of %q %s -> %s not begun (rig: %v)", name, from.Addr(), to.Addr(), err)
+	}
 	time.Sleep(p.Dur)
 	if err := finish(); err != nil {
 		r.violate(VWorkload, fmt.Sprintf("fault injection: finishing the move of %q's slot: %v", name, err))
@@ -207,7 +216,7 @@ func (c *clusterTopo) crash(r *runner, tb testing.TB, p Planned, rng *rand.Rand)
 }
 
 // back restarts the node FaultNodeDown killed and makes it master again.
-func (c *clusterTopo) back(tb testing.TB) string {
+func (c *clusterTopo) back(r *runner, tb testing.TB) string {
 	c.mu.Lock()
 	m, slots := c.down, c.downSlots
 	c.down, c.downSlots = nil, nil
@@ -221,7 +230,10 @@ func (c *clusterTopo) back(tb testing.TB) string {
 	}
 	// The master it replicates now, whatever slots moved meanwhile.
 	key := keyIn(c.slotSet(x))
-	to := c.cl.Failover(tb, key)
+	var to *redistest.Server
+	if err := r.tryRig(tb, func(tb testing.TB) { to = c.cl.Failover(tb, key) }); err != nil {
+		return fmt.Sprintf("%s back; failover of the slot of %q from %s: rig: %v", m.Addr(), key, x.Addr(), err)
+	}
 	return fmt.Sprintf("%s back; failover of the slot of %q from %s made %s master again", m.Addr(), key, x.Addr(), to.Addr())
 }
 

@@ -46,3 +46,24 @@ func TestTopologyPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestTryRig: a rig's Fatalf inside tryRig is an error and a count, not the
+// end of the injector's goroutine; anything else it panics with goes on.
+func TestTryRig(t *testing.T) {
+	r := &runner{tb: t}
+	if err := r.tryRig(t, func(tb testing.TB) { tb.Fatalf("no promotion after %v", time.Second) }); err == nil || err.Error() != "no promotion after 1s" {
+		t.Fatalf("tryRig = %v", err)
+	}
+	if err := r.tryRig(t, func(testing.TB) {}); err != nil {
+		t.Fatal(err)
+	}
+	if r.topo.rigFailures != 1 {
+		t.Fatalf("rigFailures = %d, want 1", r.topo.rigFailures)
+	}
+	defer func() {
+		if p := recover(); p != "other" {
+			t.Fatalf("recovered %v, want the panic to go on", p)
+		}
+	}()
+	_ = r.tryRig(t, func(testing.TB) { panic("other") })
+}

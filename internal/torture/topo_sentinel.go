@@ -79,24 +79,34 @@ func (t *sentinelTopo) apply(r *runner, tb testing.TB, p Planned) {
 	// Faults start from a stable deployment (after a crash the sentinels
 	// take 10-20s to make the restarted master a replica); the wait is not
 	// part of the fault.
-	master := t.s.WaitStable(tb)
-	if r.stopping() {
-		return // the run ended while the deployment settled
+	var master *redistest.Server
+	if err := r.tryRig(tb, func(tb testing.TB) { master = t.s.WaitStable(tb) }); err != nil || r.stopping() {
+		return // not stable (counted), or the run ended while it settled
 	}
 	f := Fault{Kind: p.Kind, Server: "sentinel", Start: time.Now()}
 	switch p.Kind {
 	case FaultFailover:
 		r.lossy(func() {
-			to := t.s.Failover(tb)
-			f.Detail = fmt.Sprintf("%s -> %s", master.Addr(), to.Addr())
+			var to *redistest.Server
+			err := r.tryRig(tb, func(tb testing.TB) { to = t.s.Failover(tb) })
+			// Relaxed even when the rig gave up: the sentinels may have
+			// switched, or half-switched, meanwhile.
 			r.topo.addUnsafe(Interval{f.Start, time.Now().Add(topoSettle)}, "SENTINEL FAILOVER", nil)
+			f.Detail = fmt.Sprintf("%s -> %v (rig: %v)", master.Addr(), to, err)
+			if err == nil {
+				f.Detail = fmt.Sprintf("%s -> %s", master.Addr(), to.Addr())
+			}
 		})
 	case FaultCrash:
 		r.lossy(func() {
-			to := t.s.CrashFailover(tb)
+			var to *redistest.Server
+			err := r.tryRig(tb, func(tb testing.TB) { to = t.s.CrashFailover(tb) })
 			r.topo.addUnsafe(Interval{f.Start, time.Now().Add(topoSettle)}, "master killed", nil)
 			master.Restart(tb)
-			f.Detail = fmt.Sprintf("%s killed, %s promoted; %s restarted empty", master.Addr(), to.Addr(), master.Addr())
+			f.Detail = fmt.Sprintf("%s killed, promotion: %v; %s restarted empty", master.Addr(), err, master.Addr())
+			if err == nil {
+				f.Detail = fmt.Sprintf("%s killed, %s promoted; %s restarted empty", master.Addr(), to.Addr(), master.Addr())
+			}
 		})
 	case FaultStopMaster, FaultStopReplica:
 		s := master

@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -104,6 +105,8 @@ type topoState struct {
 	rx      Relaxations
 	replica redis.UniversalClient // unhooked, to the replica (replica-sync variant)
 	settled int                   // fair queues settled after unsafe windows
+	// rigFailures are faults the deployment did not complete (tryRig).
+	rigFailures int
 }
 
 // addUnsafe records a window in which acknowledged writes to the resources
@@ -295,6 +298,41 @@ func (t *topoState) figures(l *Log) map[string]int {
 	}
 	t.mu.Lock()
 	m["fair queues settled after unsafe windows"] = t.settled
+	m["rig failures (fault not completed, run went on)"] = t.rigFailures
 	t.mu.Unlock()
 	return m
+}
+
+// rigTB turns a rig's Fatalf into a panic that tryRig recovers: a failover
+// or slot move the deployment did not complete (SENTINEL FAILOVER accepted
+// and then abandoned by the sentinels, say) is recorded, with its window
+// relaxed, instead of ending the run's fault injection (bgTB).
+type rigTB struct{ testing.TB }
+
+type rigFailure struct{ msg string }
+
+func (t rigTB) Helper() {}
+
+func (t rigTB) Fatalf(format string, args ...any) { panic(rigFailure{fmt.Sprintf(format, args...)}) }
+
+func (t rigTB) Fatal(args ...any) { panic(rigFailure{fmt.Sprint(args...)}) }
+
+// tryRig runs f with a rigTB and returns the failure it reported, if any;
+// it counts the failure for the figures.
+func (r *runner) tryRig(tb testing.TB, f func(testing.TB)) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rf, ok := p.(rigFailure)
+			if !ok {
+				panic(p)
+			}
+			err = errors.New(rf.msg)
+			r.topo.mu.Lock()
+			r.topo.rigFailures++
+			r.topo.mu.Unlock()
+			r.logf("rig failure (the fault is recorded, the run goes on): %v", err)
+		}
+	}()
+	f(rigTB{tb})
+	return nil
 }
