@@ -35,19 +35,8 @@ func TestTorture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the torture suite runs for more than a minute; skipped with -short")
 	}
-	fixed, random := 45*time.Second, 30*time.Second
-	if v := os.Getenv(tortureEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("%s=%q: want a positive duration such as 10m (%v)", tortureEnv, v, err)
-		}
-		fixed, random = d, d
-	}
-	if v := os.Getenv(tortureSeedEnv); v != "" {
-		seed, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: want an integer seed (%v)", tortureSeedEnv, v, err)
-		}
+	fixed, random := tortureLength(t, 45*time.Second), tortureLength(t, 30*time.Second)
+	if seed, ok := tortureSeed(t); ok {
 		t.Run("seed", func(t *testing.T) { runTorture(t, seed, fixed) })
 		return
 	}
@@ -62,15 +51,56 @@ func runTorture(t *testing.T, seed int64, d time.Duration) {
 	if a.Embedded() || b.Embedded() {
 		t.Skip("the torture suite needs real redis-server processes (SIGSTOP, restart, CLIENT KILL)")
 	}
-	dump := ""
-	if dir := os.Getenv(tortureDumpEnv); dir != "" {
-		dump = filepath.Join(dir, fmt.Sprintf("torture-%d.log", seed))
-	}
+	dump := tortureDump("torture", seed)
 	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, A: a, B: b, OwnerOf: lockactor.OwnerOf,
 		Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) }, DumpPath: dump,
 		// Latch records outlived by the suite's longest outages (blocked
 		// settlements of up to 7s).
 		Options: []lockactor.Option{lockactor.WithLatchKeep(2 * time.Second)}})
+	reportTorture(t, seed, replay, res)
+}
+
+// tortureLength is LOCKACTOR_TORTURE's duration, or def when it is unset.
+func tortureLength(t *testing.T, def time.Duration) time.Duration {
+	t.Helper()
+	v := os.Getenv(tortureEnv)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive duration such as 10m (%v)", tortureEnv, v, err)
+	}
+	return d
+}
+
+// tortureSeed is LOCKACTOR_TORTURE_SEED's seed; false when it is unset.
+func tortureSeed(t *testing.T) (int64, bool) {
+	t.Helper()
+	v := os.Getenv(tortureSeedEnv)
+	if v == "" {
+		return 0, false
+	}
+	seed, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: want an integer seed (%v)", tortureSeedEnv, v, err)
+	}
+	return seed, true
+}
+
+// tortureDump is where LOCKACTOR_TORTURE_DUMP asks for a run's event log,
+// or "".
+func tortureDump(prefix string, seed int64) string {
+	if dir := os.Getenv(tortureDumpEnv); dir != "" {
+		return filepath.Join(dir, fmt.Sprintf("%s-%d.log", prefix, seed))
+	}
+	return ""
+}
+
+// reportTorture logs a run's figures and fails the test with its
+// violations (at most violationsShown of each check) and the replay line.
+func reportTorture(t *testing.T, seed int64, replay string, res torture.Result) {
+	t.Helper()
 	t.Logf("torture seed %d figures:\n%s", seed, res.Figures)
 	if len(res.Violations) == 0 {
 		return

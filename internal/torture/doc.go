@@ -12,6 +12,14 @@
 //   - the checker (Check and the Check* functions), pure functions over a Log,
 //     unit-tested with small synthetic logs.
 //
+// Topologies: with Config.Topology set, the same workers and checks run
+// against a Redis Cluster with replicas, a Sentinel group, or a master whose
+// replica must confirm every grant, with that deployment's faults instead
+// of the single-server schedule. Where a deployment may lose writes it had
+// acknowledged (a crash failover, any Sentinel switch) CheckTopology relaxes
+// the safety checks inside those windows only, and says so (Relaxations);
+// elsewhere, and for every caller's answer, it is as strict as Check.
+//
 // Determinism: a seed fixes every choice the suite makes (which primitive,
 // name, call shape, deadline, critical section; the fault schedule and the
 // fault hook's per-command draws). It cannot fix the interleaving of

@@ -19,6 +19,9 @@ type Figures struct {
 	Faults      map[string]int
 	HookEffects map[string]int // commands the fault hook refused, lost the reply of, delayed
 	Violations  map[string]int
+	// Topology is what a Topology run counts besides (grants refused as
+	// not replicated, replica probes, relaxed windows); nil otherwise.
+	Topology map[string]int
 }
 
 // Summarize computes the figures of a log and its violations.
@@ -80,6 +83,9 @@ func (f Figures) String() string {
 	block("critical sections ended by", f.EndedBy)
 	block("faults injected", f.Faults)
 	block("fault hook effects (commands)", f.HookEffects)
+	if f.Topology != nil {
+		block("topology", f.Topology)
+	}
 	block("violations", f.Violations)
 	return b.String()
 }

@@ -36,6 +36,9 @@ func (r *runner) sleepUntil(t time.Time) bool {
 
 // apply injects one fault and logs it with its real start and end.
 func (r *runner) apply(tb testing.TB, p Planned) {
+	if r.applyTopology(tb, p) {
+		return
+	}
 	f := Fault{Kind: p.Kind, Server: p.Server, Start: time.Now()}
 	srv := r.servers[p.Server]
 	switch p.Kind {

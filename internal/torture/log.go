@@ -249,6 +249,9 @@ func (k FaultKind) String() string {
 	if k < numFaultKinds {
 		return faultNames[k]
 	}
+	if name, ok := topoFaultNames[k]; ok {
+		return name
+	}
 	return fmt.Sprintf("fault(%d)", k)
 }
 

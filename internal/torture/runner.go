@@ -34,6 +34,11 @@ type Config struct {
 	// Options are added to every workload Client's (the package's tests
 	// pass a short latch record life, so that outages outlast it).
 	Options []lockactor.Option
+	// Topology, if set, replaces A and B: every Client (of "A" and of "B"
+	// alike) talks to this deployment, its fault menu replaces the
+	// single-server schedule, and its relaxations (see Relaxations) apply to the
+	// checks. See ClusterTopology, SentinelTopology, ReplicaSyncTopology.
+	Topology Topology
 }
 
 // Result is what a run found.
@@ -62,7 +67,7 @@ const (
 type client struct {
 	name, server string
 	c            *lockactor.Client
-	rdb          *redis.Client
+	rdb          redis.UniversalClient
 }
 
 type runner struct {
@@ -77,8 +82,8 @@ type runner struct {
 	faults Faults
 
 	servers  map[string]*redistest.Server
-	admin    map[string]*redis.Client // unhooked, for CLIENT KILL, LLEN, setup
-	setup    *lockactor.Client        // on admin A: TrySetPermits of each generation
+	admin    map[string]redis.UniversalClient // unhooked, for CLIENT KILL, LLEN, setup
+	setup    *lockactor.Client                // on admin A: TrySetPermits of each generation
 	clients  []*client
 	byServer map[string][]*client
 	workers  []*worker
@@ -89,6 +94,8 @@ type runner struct {
 	faultLog  []Fault
 	extraVios []Violation
 	reported  map[string]bool // see firstReport
+
+	topo topoState // what a Topology run adds (zero otherwise)
 }
 
 func (r *runner) stopping() bool { return r.stop.Load() }
@@ -123,11 +130,18 @@ func Run(tb testing.TB, cfg Config) Result {
 	runtime.ReadMemStats(&ms)
 	baseHeap := ms.HeapAlloc
 
-	r.connect()
+	clients := map[string]int{"A": clientsA, "B": clientsB}
+	var plan []Planned
+	if cfg.Topology != nil {
+		r.connectTopology()
+		plan = cfg.Topology.plan(cfg.Seed, cfg.Duration, clients)
+	} else {
+		r.connect()
+		plan = Plan(cfg.Seed, cfg.Duration, clients)
+	}
 	start := time.Now()
 	r.start = start
 	r.newGeneration(0)
-	plan := Plan(cfg.Seed, cfg.Duration, map[string]int{"A": clientsA, "B": clientsB})
 	injected := make(chan struct{})
 	go func() {
 		defer close(injected)
@@ -157,6 +171,9 @@ func Run(tb testing.TB, cfg Config) Result {
 	}
 	<-injected
 	log := r.collect(start, time.Now())
+	if cfg.Topology != nil {
+		r.settleFairQueues()
+	}
 	r.checkFairQueues()
 	r.checkSemCounts()
 
@@ -176,7 +193,12 @@ func Run(tb testing.TB, cfg Config) Result {
 		_ = a.Close()
 	}
 
-	vs := append(Check(log, r.lim), r.extraVios...)
+	var vs []Violation
+	if cfg.Topology != nil {
+		vs = append(CheckTopology(log, r.lim, r.topo.relax()), r.extraVios...)
+	} else {
+		vs = append(Check(log, r.lim), r.extraVios...)
+	}
 	if cfg.DumpPath != "" {
 		if err := dumpTo(cfg.DumpPath, log, vs); err != nil {
 			r.logf("dump %s: %v", cfg.DumpPath, err)
@@ -185,8 +207,10 @@ func Run(tb testing.TB, cfg Config) Result {
 		}
 	}
 	figs := Summarize(log, vs, r.faults.Counts())
+	figs.Topology = r.topo.figures(log)
 	// Drop the log before measuring the heap: it is the run's, not a leak.
 	log, r.workers, r.self, r.renewals, r.faultLog = nil, nil, nil, nil, nil
+	r.topo.rx = Relaxations{}
 	r.logf("checked; measuring goroutines and heap")
 	vs = append(vs, checkResources(baseG, baseHeap)...)
 	figs.Violations = countViolations(vs)
@@ -215,7 +239,7 @@ func dumpTo(path string, l *Log, vs []Violation) error {
 
 // connect makes the admin clients, the setup Client and the hooked Clients.
 func (r *runner) connect() {
-	r.admin = map[string]*redis.Client{}
+	r.admin = map[string]redis.UniversalClient{}
 	for _, s := range []string{"A", "B"} {
 		r.admin[s] = redis.NewClient(&redis.Options{Addr: r.servers[s].Addr()})
 	}

@@ -110,6 +110,7 @@ func (w *worker) grant(l *lockactor.Lock, h Hold, ci int) *openHold {
 	}
 	oh := w.rec.open(h, ci, l.Lost())
 	w.probe(oh, h)
+	w.r.topo.probeReplica(oh, h)
 	return oh
 }
 

@@ -1,0 +1,232 @@
+package torture
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// VReplica names the replica-sync check's violations.
+const VReplica = "replica-sync"
+
+// Window is a stretch of a topology run during which some resources (In;
+// nil: every one) were at risk, and why.
+type Window struct {
+	Interval
+	Why string
+	In  func(res string) bool
+}
+
+func (w Window) covers(res string) bool { return w.In == nil || w.In(res) }
+
+// ReplicaProbe is one read of a fresh grant's field on the replica.
+type ReplicaProbe struct {
+	Hold     int       // the hold's ID
+	At       time.Time // when the read was sent
+	Answered bool      // false: the replica did not answer in time (no judgement)
+	Gone     bool      // the replica answered that the field is missing
+}
+
+// Relaxations are what a topology run's faults allow beyond a single
+// server's, and the replica probes. The checks that stay strict in every
+// variant: no caller left unanswered (hangs, no-deadline Unlocks), no call
+// returning an error it may not, renewals only of holds, liveness outside
+// fault windows, and every check outside Unsafe windows.
+type Relaxations struct {
+	// Unsafe windows are where the deployment may lose writes it had
+	// acknowledged: a master killed before its replica got the latest
+	// writes, a Sentinel switch (writes that reached the old master after
+	// the promotion are discarded when it resyncs; renewals that landed
+	// there still extended the hold locally: issue 21, mechanisms 1 and 2).
+	// A hold open when one starts is cut there (its owner may not know it
+	// lost the lock), and a hold whose grant may have been written inside
+	// one is left out of mutual exclusion, the permit bound and fencing;
+	// fencing tokens are compared only within the stretches between them.
+	// Renewals seen inside one are not judged either: while the master is
+	// unreachable a Client's queue of scripts for it waits, and renewals
+	// queued before an Unlock go out after the Unlock returned (an error),
+	// still ahead of the release in redisio's per-name order.
+	Unsafe []Window
+	// Frozen windows are where a fresh grant may be missing from a read
+	// right after it for a reason that is not the runtime's: a stopped
+	// server (TTLs run on), a replica resynchronising from empty. Ghost and
+	// replica probes overlapping one are not judged.
+	Frozen []Window
+	// Probes are the replica-sync variant's reads of every fresh grant.
+	Probes []ReplicaProbe
+}
+
+// CheckTopology is Check for a topology run: the same checks, over safe
+// spans relaxed as rx says, plus CheckReplicaGrants.
+func CheckTopology(l *Log, lim Limits, rx Relaxations) []Violation {
+	safe, live := rx.Cut(SafeSpans(l)), LiveSpans(l)
+	var vs []Violation
+	vs = append(vs, CheckMutualExclusion(l, safe, lim)...)
+	vs = append(vs, CheckSemaphoreBound(l, safe, lim)...)
+	for _, era := range rx.eras(safe) {
+		vs = append(vs, CheckFencingTokens(l, era)...)
+	}
+	vs = append(vs, CheckHangs(l, lim)...)
+	vs = append(vs, CheckLiveness(l, live, lim)...)
+	vs = append(vs, CheckRenewals(rx.unjudgedRenewals(l), lim)...)
+	vs = append(vs, CheckCallErrors(l, safe)...)
+	vs = append(vs, CheckGhostGrants(rx.unjudged(l))...)
+	vs = append(vs, CheckLateLost(rx.unjudgedLost(l))...)
+	vs = append(vs, CheckReplicaGrants(l, rx)...)
+	slices.SortStableFunc(vs, func(a, b Violation) int { return a.At.Compare(b.At) })
+	return vs
+}
+
+// Cut applies the Unsafe windows to safe spans: a span whose grant call
+// overlaps a window of its resource becomes empty, and one open at a
+// window's start ends there; both end "by restart" (the deployment may
+// have forgotten them). Cutting only ever hides overlaps.
+func (rx Relaxations) Cut(spans []Span) []Span {
+	out := slices.Clone(spans)
+	for i := range out {
+		s := &out[i]
+		for _, w := range rx.Unsafe {
+			switch {
+			case !w.covers(s.H.Res):
+			case granted(s.H, w.Interval):
+				s.B, s.By = s.A, ByRestart
+			case s.A.Before(w.A) && s.B.After(w.A):
+				s.B, s.By = w.A, ByRestart
+			}
+		}
+	}
+	return out
+}
+
+// granted reports whether h's grant may have been written during w.
+func granted(h *Hold, w Interval) bool { return h.AcqStart.Before(w.B) && h.Grant.After(w.A) }
+
+// eras groups the fenced spans by the stretch between Unsafe windows of
+// their resource in which they were granted, leaving out those granted
+// inside one: a token counter may go back across a lossy switch (issue 21),
+// never within a stretch.
+func (rx Relaxations) eras(spans []Span) [][]Span {
+	byEra := map[int][]Span{}
+	for _, s := range spans {
+		if s.H.Prim != PrimFenced {
+			continue
+		}
+		era, ok := 0, true
+		for _, w := range rx.Unsafe {
+			switch {
+			case !w.covers(s.H.Res):
+			case granted(s.H, w.Interval):
+				ok = false
+			case !w.B.After(s.H.AcqStart):
+				era++
+			}
+		}
+		if ok {
+			byEra[era] = append(byEra[era], s)
+		}
+	}
+	out := make([][]Span, 0, len(byEra))
+	for _, e := range sortedKeys(byEra) {
+		out = append(out, byEra[e])
+	}
+	return out
+}
+
+// unjudged is l with the ghost probes of holds whose grant-to-probe stretch
+// overlaps a Frozen or Unsafe window of their resource marked as not gone.
+func (rx Relaxations) unjudged(l *Log) *Log {
+	c := *l
+	c.Holds = slices.Clone(l.Holds)
+	for i := range c.Holds {
+		h := &c.Holds[i]
+		if h.ProbeGone && rx.excused(h, h.ProbeAt) {
+			h.ProbeGone = false
+		}
+	}
+	return &c
+}
+
+// unjudgedLost is l with the late-Lost marks cleared on holds whose life,
+// from the grant call to the end of their Unlock, met an Unsafe window of
+// their resource: a lossy failover may drop the hold on the new master
+// whatever its Unlock said.
+func (rx Relaxations) unjudgedLost(l *Log) *Log {
+	c := *l
+	c.Holds = slices.Clone(l.Holds)
+	for i := range c.Holds {
+		h := &c.Holds[i]
+		if !h.LostLate {
+			continue
+		}
+		end := h.Done
+		if end.IsZero() {
+			end = h.End
+		}
+		for _, w := range rx.Unsafe {
+			if w.covers(h.Res) && w.A.Before(end) && w.B.After(h.AcqStart) {
+				h.LostLate = false
+				break
+			}
+		}
+	}
+	return &c
+}
+
+// excused reports whether a probe at t of h falls where no judgement is
+// possible.
+func (rx Relaxations) excused(h *Hold, t time.Time) bool {
+	w := Interval{h.AcqStart, t}
+	for _, ws := range [][]Window{rx.Frozen, rx.Unsafe} {
+		for _, f := range ws {
+			if f.covers(h.Res) && f.A.Before(w.B) && f.B.After(w.A) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// CheckReplicaGrants reports grants the runtime handed out (WithReplicaSync
+// requiring the replica's confirmation) whose field the replica did not
+// have when read right after, on its own connection, while the owner still
+// held it. Excused, as for ghost grants: a read more than a quarter of the
+// lease after the grant, a Lost before the read, a ForceUnlock of the name,
+// a Frozen or Unsafe window overlapping the grant and the read; and a hold
+// the master itself lacked (a ghost grant, reported by that check).
+func CheckReplicaGrants(l *Log, rx Relaxations) []Violation {
+	holds := map[int]*Hold{}
+	for i := range l.Holds {
+		holds[l.Holds[i].ID] = &l.Holds[i]
+	}
+	var vs []Violation
+	for _, p := range rx.Probes {
+		h := holds[p.Hold]
+		if !p.Gone || h == nil || h.ProbeGone || rx.excused(h, p.At) {
+			continue
+		}
+		probe := *h
+		probe.ProbeAt = p.At
+		if ghostExcused(l, &probe) {
+			continue
+		}
+		vs = append(vs, Violation{Check: VReplica, At: h.Grant, Msg: fmt.Sprintf(
+			"%s: %s hold (g%d, owner %s) granted %s (call started %s), but the replica lacked its field at %s",
+			h.Res, h.Prim, h.G, h.Owner, l.at(h.Grant), l.at(h.AcqStart), l.at(p.At))})
+	}
+	return vs
+}
+
+// unjudgedRenewals is l without the renewals seen inside an Unsafe window
+// of their resource.
+func (rx Relaxations) unjudgedRenewals(l *Log) *Log {
+	c := *l
+	c.Renewals = slices.DeleteFunc(slices.Clone(l.Renewals), func(rn Renewal) bool {
+		for _, w := range rx.Unsafe {
+			if w.covers(rn.Res) && !rn.T.Before(w.A) && rn.T.Before(w.B) {
+				return true
+			}
+		}
+		return false
+	})
+	return &c
+}

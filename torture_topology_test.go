@@ -1,0 +1,70 @@
+package lockactor_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/internal/torture"
+)
+
+// The topology variants of the torture suite: the same workload and
+// checker on a Redis Cluster with replicas, a Sentinel group, and a master
+// whose replica must confirm every grant, each with its own faults (see
+// torture.ClusterTopology, SentinelTopology, ReplicaSyncTopology for what
+// each injects and which checks they relax, and why). Each runs one random
+// seed, short by default; LOCKACTOR_TORTURE and LOCKACTOR_TORTURE_SEED work
+// as for TestTorture. Without redis-cli (Cluster) or redis-server they skip,
+// or fail under LOCKACTOR_REQUIRE_REDIS=1.
+
+// topologyWorkers is the topology runs' workers: fewer than the single-server
+// run's, as the deployment's own processes share the machine.
+const topologyWorkers = 16
+
+func TestTortureCluster(t *testing.T) {
+	runTopologyTorture(t, 25*time.Second, func(t *testing.T) torture.Topology {
+		return torture.ClusterTopology(redistest.StartClusterReplicas(t, 3))
+	})
+}
+
+func TestTortureSentinel(t *testing.T) {
+	runTopologyTorture(t, 25*time.Second, func(t *testing.T) torture.Topology {
+		return torture.SentinelTopology(redistest.StartSentinel(t))
+	})
+}
+
+// TestTortureReplicaSync also fails a run whose faults refused no grant as
+// not replicated: the check would then have tested nothing.
+func TestTortureReplicaSync(t *testing.T) {
+	res := runTopologyTorture(t, 20*time.Second, func(t *testing.T) torture.Topology {
+		return torture.ReplicaSyncTopology(redistest.StartReplicated(t))
+	})
+	if res.Figures.Faults["sigstop-replica"]+res.Figures.Faults["replica-restart"] > 0 && res.Figures.Topology["calls refused: not replicated"] == 0 {
+		t.Error("the replica was stopped or restarted, yet no call was refused as not replicated")
+	}
+}
+
+// runTopologyTorture starts the deployment (skipping where its tools are
+// missing), runs one seed for LOCKACTOR_TORTURE or def and reports it.
+func runTopologyTorture(t *testing.T, def time.Duration, deploy func(*testing.T) torture.Topology) torture.Result {
+	if testing.Short() {
+		t.Skip("a topology torture run takes half a minute; skipped with -short")
+	}
+	d := tortureLength(t, def)
+	seed, ok := tortureSeed(t)
+	if !ok {
+		seed = time.Now().UnixNano()
+	}
+	replay := fmt.Sprintf("%s=%d %s=%v go test -race -run '^%s$' -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d, t.Name())
+	t.Logf("torture seed %d for %v; replay: %s", seed, d, replay)
+	topo := deploy(t)
+	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, Topology: topo, OwnerOf: lockactor.OwnerOf,
+		Workers: topologyWorkers, Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) },
+		DumpPath: tortureDump(t.Name(), seed),
+		// As TestTorture: latch records outlived by the longest outages.
+		Options: []lockactor.Option{lockactor.WithLatchKeep(2 * time.Second)}})
+	reportTorture(t, seed, replay, res)
+	return res
+}
