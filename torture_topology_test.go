@@ -24,13 +24,13 @@ import (
 const topologyWorkers = 16
 
 func TestTortureCluster(t *testing.T) {
-	runTopologyTorture(t, 25*time.Second, func(t *testing.T) torture.Topology {
+	runTopologyTorture(t, 15*time.Second, func(t *testing.T) torture.Topology {
 		return torture.ClusterTopology(redistest.StartClusterReplicas(t, 3))
 	})
 }
 
 func TestTortureSentinel(t *testing.T) {
-	runTopologyTorture(t, 25*time.Second, func(t *testing.T) torture.Topology {
+	runTopologyTorture(t, 15*time.Second, func(t *testing.T) torture.Topology {
 		return torture.SentinelTopology(redistest.StartSentinel(t))
 	})
 }
@@ -38,7 +38,7 @@ func TestTortureSentinel(t *testing.T) {
 // TestTortureReplicaSync also fails a run whose faults refused no grant as
 // not replicated: the check would then have tested nothing.
 func TestTortureReplicaSync(t *testing.T) {
-	res := runTopologyTorture(t, 20*time.Second, func(t *testing.T) torture.Topology {
+	res := runTopologyTorture(t, 12*time.Second, func(t *testing.T) torture.Topology {
 		return torture.ReplicaSyncTopology(redistest.StartReplicated(t))
 	})
 	if res.Figures.Faults["sigstop-replica"]+res.Figures.Faults["replica-restart"] > 0 && res.Figures.Topology["calls refused: not replicated"] == 0 {
