@@ -61,7 +61,9 @@ func (l *Lock) Lock(ctx context.Context, opts ...LockOption) error {
 // ctx.Err() and nothing is held. With replica sync on (WithReplicaSync), a
 // single attempt whose grant too few replicas confirmed returns an error
 // matching ErrNotReplicated (the grant was undone); with WithWait such
-// attempts are retried until the wait ends.
+// attempts are retried until the wait ends. A single attempt does not wait
+// for an outage to end either: while Redis cannot say whether an earlier
+// request of this name's ran, it returns Redis's error.
 func (l *Lock) TryLock(ctx context.Context, opts ...LockOption) (bool, error) {
 	o, err := l.begin(ctx, opts)
 	if err != nil {
