@@ -35,14 +35,17 @@ func TestTortureSentinel(t *testing.T) {
 	})
 }
 
-// TestTortureReplicaSync also fails a run whose faults refused no grant as
-// not replicated: the check would then have tested nothing.
+// TestTortureReplicaSync also fails a run that stopped the replica yet
+// refused no grant as not replicated: the check would then have tested
+// nothing.
 func TestTortureReplicaSync(t *testing.T) {
 	res := runTopologyTorture(t, 12*time.Second, func(t *testing.T) torture.Topology {
 		return torture.ReplicaSyncTopology(redistest.StartReplicated(t))
 	})
-	if res.Figures.Faults["sigstop-replica"]+res.Figures.Faults["replica-restart"] > 0 && res.Figures.Topology["calls refused: not replicated"] == 0 {
-		t.Error("the replica was stopped or restarted, yet no call was refused as not replicated")
+	// A stopped replica (0.6-2 s, past the 300 ms WAIT) must cost grants;
+	// a restart may resynchronise within milliseconds, between grants.
+	if res.Figures.Faults["sigstop-replica"] > 0 && res.Figures.Topology["calls refused: not replicated"] == 0 {
+		t.Error("the replica was stopped, yet no call was refused as not replicated")
 	}
 }
 

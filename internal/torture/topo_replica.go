@@ -25,7 +25,8 @@ const replicaSyncTimeout = 300 * time.Millisecond
 // Right after each grant of a single-name lock, while its owner holds it,
 // the replica is read on its own connection: the field must be there (see
 // CheckReplicaGrants). The faults take the replica away so that grants
-// must be refused: the replica SIGSTOPped for 0.3-2s, killed and restarted
+// must be refused: the replica SIGSTOPped for 0.6-2s (past the WAIT
+// timeout, so that grants meanwhile cannot be confirmed), killed and restarted
 // (it resynchronises from empty: probes meanwhile are not judged), its
 // replication link cut (CLIENT KILL TYPE replica); and the master
 // SIGSTOPped for 200-800ms, CLIENT KILL of the master's connections, hook
@@ -51,7 +52,7 @@ func (t *replicaTopo) replica() *redistest.Server { return t.pair.Replica() }
 
 func (t *replicaTopo) plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 	return planMenu(seed, d, clients, []menuItem{
-		{FaultStopReplica, 3, 300 * time.Millisecond, 2 * time.Second},
+		{FaultStopReplica, 3, 2 * replicaSyncTimeout, 2 * time.Second},
 		{FaultRestartReplica, 1, time.Second, 2 * time.Second},
 		{FaultKillLink, 2, 100 * time.Millisecond, 100 * time.Millisecond},
 		{FaultStopMaster, 1, 200 * time.Millisecond, 800 * time.Millisecond},
