@@ -110,6 +110,8 @@ func startChaosChild(t *testing.T, addr string) *chaosProc {
 }
 
 func TestChaosKillHoldersAndFreezeRedis(t *testing.T) {
+	// Parallel: its own deployment, and bounds loose enough to share the machine.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("chaos test runs ~20 s; skipped with -short")
 	}

@@ -22,6 +22,8 @@ import (
 // master could not subscribe. Now nothing waits on the stopped master but
 // its own names.
 func TestClusterStoppedMasterSparesHealthyOnes(t *testing.T) {
+	// Parallel: its own deployment, and bounds loose enough to share the machine.
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3, "--cluster-require-full-coverage", "no")
 	names := namesOnEveryMaster(t, cl, "stopped-")
 	ctx := ctxFor(t, 30*time.Second)
@@ -224,6 +226,8 @@ func TestClusterNodeBackAfterAMinute(t *testing.T) {
 // for up to a minute. A refused dial now has go-redis reload the map, and
 // the call, which was never sent, goes to the new master.
 func TestClusterCrashedMasterNamesMoveToReplica(t *testing.T) {
+	// Parallel: its own deployment, and bounds loose enough to share the machine.
+	t.Parallel()
 	cl := redistest.StartClusterReplicas(t, 3)
 	c := newClient(t, cl.Client(t))
 	ctx := ctxFor(t, 30*time.Second)

@@ -43,6 +43,8 @@ func TestClusterRedis6StandIn(t *testing.T) {
 // until its holder's TTL. The subscription must follow the slot, and the
 // holder's Unlock wake the waiter.
 func TestClusterSlotMovesKeepWaitersWoken(t *testing.T) {
+	// Parallel: its own deployment, and bounds loose enough to share the machine.
+	t.Parallel()
 	cl := redistest.StartClusterReplicas(t, 3)
 	a := newClient(t, cl.Client(t))
 	b := newClient(t, cl.Client(t))

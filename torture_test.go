@@ -19,7 +19,7 @@ import (
 // injected, then a checker over the whole event log. It is meant to find
 // bugs; see internal/torture's documentation for what it checks.
 //
-//	LOCKACTOR_TORTURE=10m        length of each subtest (default: fixed 35s, random 20s)
+//	LOCKACTOR_TORTURE=10m        length of each subtest (default: fixed 25s, random 15s)
 //	LOCKACTOR_TORTURE_SEED=1234  run only that seed (replay)
 //	LOCKACTOR_TORTURE_DUMP=DIR   write each run's event log to DIR/torture-<seed>.log
 const (
@@ -35,7 +35,7 @@ func TestTorture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the torture suite runs for more than a minute; skipped with -short")
 	}
-	fixed, random := tortureLength(t, 35*time.Second), tortureLength(t, 20*time.Second)
+	fixed, random := tortureLength(t, 25*time.Second), tortureLength(t, 15*time.Second)
 	if seed, ok := tortureSeed(t); ok {
 		t.Run("seed", func(t *testing.T) { runTorture(t, seed, fixed) })
 		return

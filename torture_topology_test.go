@@ -24,13 +24,13 @@ import (
 const topologyWorkers = 16
 
 func TestTortureCluster(t *testing.T) {
-	runTopologyTorture(t, 15*time.Second, func(t *testing.T) torture.Topology {
+	runTopologyTorture(t, 10*time.Second, func(t *testing.T) torture.Topology {
 		return torture.ClusterTopology(redistest.StartClusterReplicas(t, 3))
 	})
 }
 
 func TestTortureSentinel(t *testing.T) {
-	runTopologyTorture(t, 15*time.Second, func(t *testing.T) torture.Topology {
+	runTopologyTorture(t, 10*time.Second, func(t *testing.T) torture.Topology {
 		return torture.SentinelTopology(redistest.StartSentinel(t))
 	})
 }
@@ -39,7 +39,7 @@ func TestTortureSentinel(t *testing.T) {
 // refused no grant as not replicated: the check would then have tested
 // nothing.
 func TestTortureReplicaSync(t *testing.T) {
-	res := runTopologyTorture(t, 12*time.Second, func(t *testing.T) torture.Topology {
+	res := runTopologyTorture(t, 10*time.Second, func(t *testing.T) torture.Topology {
 		return torture.ReplicaSyncTopology(redistest.StartReplicated(t))
 	})
 	// A stopped replica (0.6-2 s, past the 300 ms WAIT) must cost grants;
