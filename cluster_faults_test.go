@@ -96,6 +96,8 @@ func otherMaster(t *testing.T, cl *redistest.Cluster, key string) *redistest.Ser
 // TRYAGAIN means the script did not run; as Redisson does, the call is
 // retried, within its ctx, until the migration ends.
 func TestClusterSlotMigrationRetriesTryAgain(t *testing.T) {
+	// Parallel: its own deployment, and bounds loose enough to share the machine.
+	t.Parallel()
 	cl := redistest.StartCluster(t, 3)
 	a, b := newClient(t, cl.Client(t)), newClient(t, cl.Client(t))
 	ctx := ctxFor(t, 30*time.Second)
@@ -139,6 +141,8 @@ func TestClusterSlotMigrationRetriesTryAgain(t *testing.T) {
 // hold no replica had. The re-run goes to the new master followed by its
 // WAIT, and a grant too few replicas confirmed is undone.
 func TestClusterMovedCallKeepsReplicaSync(t *testing.T) {
+	// Parallel: its own deployment, and bounds loose enough to share the machine.
+	t.Parallel()
 	cl := redistest.StartClusterReplicas(t, 3)
 	rdb := cl.Client(t)
 	c := newClient(t, rdb, lockactor.WithReplicaSync(-1, 300*time.Millisecond))

@@ -53,6 +53,9 @@ func TestSentinelGracefulFailoverKeepsLocks(t *testing.T) {
 			if tt.long && os.Getenv(tortureEnv) == "" {
 				t.Skip("a variant of the others; set " + tortureEnv + " to run it")
 			}
+			// Each case has its own deployment and mostly waits on its
+			// sentinels: the cases share the machine well.
+			t.Parallel()
 			sen := redistest.StartSentinel(t)
 			var opts []lockactor.Option
 			if tt.watchdog > 0 {
