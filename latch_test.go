@@ -74,6 +74,8 @@ func TestLatchPerKindOfSharedName(t *testing.T) {
 // "did not run" (that sent a Release again: 3 permits of 2). The count may
 // only err on the side of fewer permits. Issue 17, item 4.
 func TestSemaphoreSettlementAfterLatchExpired(t *testing.T) {
+	// Parallel: its own servers, and it mostly waits for records to expire.
+	t.Parallel()
 	tests := []struct {
 		name   string
 		script *redis.Script

@@ -102,6 +102,8 @@ func TestUnlockAnsweredWhenReleaseKeepsFailing(t *testing.T) {
 // to have run: the hold was released, so Lost stays open and nothing is
 // sent again. Issue 17, item 5.
 func TestLateSettlementOfFinalRelease(t *testing.T) {
+	// Parallel: its own server, and it mostly sleeps.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits 6s for a settlement; skipped with -short")
 	}
