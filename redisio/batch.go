@@ -33,6 +33,7 @@ type batcher struct {
 	mu       sync.Mutex
 	rdb      redis.UniversalClient // where pipelines go; replaced when go-redis replaces the node's client
 	pending  []*batchCall
+	spare    []*batchCall // the flusher's last batch, emptied: the next pending (no allocation per batch)
 	later    []*batchCall // calls to send again at laterDue (batch_retry.go)
 	laterDue time.Time
 	flushing bool           // the flusher runs (sending, or idle and waiting)
@@ -125,6 +126,7 @@ func (b *batcher) flush() {
 		b.redispatch()
 		if calls := b.take(); len(calls) > 0 {
 			b.send(calls[0].ctx, calls, true)
+			b.giveBack(calls)
 			continue
 		}
 		idle.Reset(b.idleFor())
@@ -150,9 +152,26 @@ func (b *batcher) take() []*batchCall {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := min(len(b.pending), maxBatch)
-	calls := append([]*batchCall(nil), b.pending[:n]...)
-	b.pending = b.pending[n:]
+	var calls []*batchCall
+	if n == len(b.pending) {
+		calls, b.pending, b.spare = b.pending, b.spare[:0], nil
+	} else {
+		calls = append(b.spare[:0], b.pending[:n]...)
+		b.pending, b.spare = b.pending[n:], nil
+	}
 	return b.holdBack(calls)
+}
+
+// giveBack keeps the slice of a batch that has been sent as the next
+// pending one. Nothing refers to the slice any more (answer and again keep
+// the calls, not the slice); it is cleared so that it holds no call.
+func (b *batcher) giveBack(calls []*batchCall) {
+	clear(calls[:cap(calls)])
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cap(calls) <= maxBatch {
+		b.spare = calls[:0]
+	}
 }
 
 // close refuses calls from now on, tells the submitted calls still pending
