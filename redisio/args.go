@@ -60,12 +60,14 @@ type msMemo struct {
 
 // msCache remembers the last durations msArg rendered: leases and latch
 // lifetimes repeat from call to call (a Client's watchdog, its LatchKeep).
-var msCache [16]atomic.Pointer[msMemo]
+// Slots are picked by a multiplicative hash: round values such as 30000 and
+// 3600000 share their low bits.
+var msCache [64]atomic.Pointer[msMemo]
 
 // msArg is ms(d) as an interface, from msCache when it was rendered lately.
 func msArg(d time.Duration) any {
 	n := max(d.Milliseconds(), 1)
-	slot := &msCache[uint64(n)%uint64(len(msCache))]
+	slot := &msCache[(uint64(n)*0x9e3779b97f4a7c15)>>58]
 	if m := slot.Load(); m != nil && m.n == n {
 		return m.v
 	}
