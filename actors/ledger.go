@@ -114,10 +114,10 @@ func (l *ledger) send(r request) {
 	op := redisio.Op{Latch: l.latch, Keys: l.keys, Seq: l.b.rt.seq.Add(1), Keep: r.keep()}
 	l.last, l.forgotten = op.Seq, false
 	l.inflight, l.inflOp, l.inflSent = r, op, time.Now()
-	b := l.b
-	op.Then = func(rep redisio.Reply) { b.post(&replied{seq: op.Seq, reply: rep}) }
+	b, seq := l.b, op.Seq // captured by value: op itself stays off the heap
+	op.Then = func(rep redisio.Reply) { b.post(&replied{seq: seq, reply: rep}) }
 	if rep := r.run(op); rep.Err != redisio.ErrPending {
-		l.onReply(&replied{seq: op.Seq, reply: rep})
+		l.onReply(&replied{seq: seq, reply: rep})
 	}
 }
 
