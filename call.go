@@ -29,8 +29,8 @@ func await(ctx context.Context, send func(any) error, done <-chan struct{}, m *m
 	}
 	var cause error
 	select {
-	case res := <-m.Req.Reply():
-		return res, nil
+	case <-m.Req.Done():
+		return m.Req.Result(), nil
 	case <-ctx.Done():
 		cause = ctx.Err()
 	case <-expired:
@@ -42,7 +42,8 @@ func await(ctx context.Context, send func(any) error, done <-chan struct{}, m *m
 		_ = send(&messages.Abandon{Owner: m.Owner, Req: m.Req}) // lets the actor drop it early
 		return messages.Result{}, cause
 	}
-	res := <-m.Req.Reply()
+	<-m.Req.Done()
+	res := m.Req.Result()
 	if cause != nil {
 		if res.Granted {
 			giveBack()

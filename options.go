@@ -214,10 +214,8 @@ func WithWait(d time.Duration) LockOption {
 // lockOptionsOf applies opts and validates the result.
 func lockOptionsOf(name string, opts []LockOption) (lockOptions, error) {
 	var o lockOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
+	if len(opts) > 0 {
+		o = applyLockOptions(opts)
 	}
 	switch {
 	case o.lease < 0:
@@ -228,4 +226,17 @@ func lockOptionsOf(name string, opts []LockOption) (lockOptions, error) {
 		return o, invalid(name, "negative wait")
 	}
 	return o, nil
+}
+
+// applyLockOptions applies opts to the defaults. Apart from lockOptionsOf
+// so that a call without options keeps its lockOptions off the heap (an
+// option is an unknown function, so what it is handed escapes).
+func applyLockOptions(opts []LockOption) lockOptions {
+	var o lockOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
 }

@@ -183,7 +183,8 @@ func (a *groupActor) acquired(r *round, timedOut bool) {
 				r.parts[i].Err = errNoAnswer
 			}
 		default: // answered as we stopped looking
-			r.parts[i] = <-r.reqs[i].Reply()
+			<-r.reqs[i].Done()
+			r.parts[i] = r.reqs[i].Result()
 		}
 		if r.parts[i].Granted {
 			granted++

@@ -329,10 +329,10 @@ func (h *harness) answer(label string, wait time.Duration) (string, bool) {
 	var s string
 	switch {
 	case h.acq[label] != nil:
-		r, ok := recv(h.acq[label].Reply(), wait)
-		if !ok {
+		if _, ok := recv(h.acq[label].Done(), wait); !ok {
 			return "", false
 		}
+		r := h.acq[label].Result()
 		s = describe(r.Granted, false, false, r.Err, "refused")
 	case h.rel[label] != nil:
 		r, ok := recv(h.rel[label].Reply, wait)

@@ -46,7 +46,8 @@ type request interface {
 // sends it with its master's next pipeline, and goes on with its mailbox.
 type ledger struct {
 	b     *base
-	latch string // redisio.LatchKey of the name, Client and kind
+	latch string        // redisio.LatchKey of the name, Client and kind
+	keys  *redisio.Keys // the name and latch as requests send them
 
 	last     uint64  // the sequence number of the last request sent
 	inflight request // sent; its reply has not come back yet
@@ -103,19 +104,20 @@ type resolved struct {
 // newLedger is the ledger of b's actor: its latch is its own, even where
 // actors of other kinds share its name (and its hash).
 func newLedger(b *base) ledger {
-	return ledger{b: b, latch: redisio.LatchKey(b.key.Name, b.rt.cfg.ClientID, b.key.Kind.tag()), forgotten: true}
+	latch := redisio.LatchKey(b.key.Name, b.rt.cfg.ClientID, b.key.Kind.tag())
+	return ledger{b: b, latch: latch, keys: redisio.NewKeys(b.key.Name, latch), forgotten: true}
 }
 
 // send hands r to redisio and returns; its reply comes back as a replied
 // message (or at once, when r failed before it could be queued).
 func (l *ledger) send(r request) {
-	op := redisio.Op{Latch: l.latch, Seq: l.b.rt.seq.Add(1), Keep: r.keep()}
+	op := redisio.Op{Latch: l.latch, Keys: l.keys, Seq: l.b.rt.seq.Add(1), Keep: r.keep()}
 	l.last, l.forgotten = op.Seq, false
 	l.inflight, l.inflOp, l.inflSent = r, op, time.Now()
-	b := l.b
-	op.Then = func(rep redisio.Reply) { b.post(&replied{seq: op.Seq, reply: rep}) }
+	b, seq := l.b, op.Seq // captured by value: op itself stays off the heap
+	op.Then = func(rep redisio.Reply) { b.post(&replied{seq: seq, reply: rep}) }
 	if rep := r.run(op); rep.Err != redisio.ErrPending {
-		l.onReply(&replied{seq: op.Seq, reply: rep})
+		l.onReply(&replied{seq: seq, reply: rep})
 	}
 }
 

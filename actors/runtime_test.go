@@ -39,8 +39,8 @@ func lockOnce(t *testing.T, rt *Runtime, name, owner string) {
 		t.Fatal(err)
 	}
 	select {
-	case res := <-req.Reply():
-		if !res.Granted || res.Err != nil {
+	case <-req.Done():
+		if res := req.Result(); !res.Granted || res.Err != nil {
 			t.Fatalf("%s: acquire = %+v", name, res)
 		}
 	case <-time.After(time.Second):

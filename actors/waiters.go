@@ -9,6 +9,11 @@ type waitQueue struct {
 	head, tail *waiter
 	at         map[*messages.Request]*waiter
 	reads      int // queued waiters of messages.Read mode
+	// spare is the node of the last waiter removed, wiped, for the next
+	// push: a steady flow of callers, each queued and granted in turn,
+	// then allocates no node. Only the queue refers to its nodes, and
+	// nothing pushes while each or drain walks them.
+	spare *waiter
 }
 
 type waiter struct {
@@ -20,7 +25,12 @@ func (q *waitQueue) push(m *messages.Acquire) {
 	if q.at == nil {
 		q.at = make(map[*messages.Request]*waiter)
 	}
-	w := &waiter{m: m, prev: q.tail}
+	w := q.spare
+	if w == nil {
+		w = &waiter{}
+	}
+	q.spare = nil
+	w.m, w.prev = m, q.tail
 	if q.tail == nil {
 		q.head = w
 	} else {
@@ -54,6 +64,7 @@ func (q *waitQueue) remove(req *messages.Request) bool {
 		q.reads--
 	}
 	w.prev, w.next, w.m = nil, nil, nil
+	q.spare = w
 	return true
 }
 

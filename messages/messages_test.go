@@ -39,7 +39,7 @@ func TestRequestAnswerOrAbandon(t *testing.T) {
 			if !r.Answer(Result{Granted: true}) || r.Abandon() || r.Pending() {
 				t.Fatal("an answered request was abandoned")
 			}
-			if res := <-r.Reply(); !res.Granted {
+			if <-r.Done(); !r.Result().Granted {
 				t.Fatal("answer lost")
 			}
 		})

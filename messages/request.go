@@ -24,28 +24,42 @@ const (
 	abandoned
 )
 
-// Request is the meeting point of one acquire call: the caller waits on Reply,
+// Request is the meeting point of one acquire call: the caller waits on Done,
 // the actor answers through Answer. Whoever moves it out of pending first wins,
 // which is how a grant that races with a cancelled ctx is detected by both sides.
 type Request struct {
 	state atomic.Int32
-	reply chan Result
-	then  func(Result)
+	// done is closed once res is set. A channel of struct{} costs one
+	// allocation; a buffered channel of Result (which holds pointers) costs
+	// two, on every Lock.
+	done chan struct{}
+	res  Result
+	then func(Result)
 }
 
 // NewRequest returns a pending request.
-func NewRequest() *Request { return &Request{reply: make(chan Result, 1)} }
+func NewRequest() *Request { return &Request{done: make(chan struct{})} }
 
 // NewRequestThen returns a pending request whose answer is also handed to
 // then, on the answering actor's goroutine: how an actor that asks other
 // actors (a group coordinator) gets their answers as messages. then must
 // not block.
 func NewRequestThen(then func(Result)) *Request {
-	return &Request{reply: make(chan Result, 1), then: then}
+	return &Request{done: make(chan struct{}), then: then}
 }
 
-// Reply is where the answer arrives (buffered: answering never blocks).
-func (r *Request) Reply() <-chan Result { return r.reply }
+// Done is closed once the answer is in; Result then returns it.
+func (r *Request) Done() <-chan struct{} { return r.done }
+
+// Result is the answer, once Done is closed (the zero Result before).
+func (r *Request) Result() Result {
+	select {
+	case <-r.done:
+		return r.res
+	default:
+		return Result{}
+	}
+}
 
 // Answer delivers res unless the caller has abandoned the request. false means
 // the caller is gone: a granted hold must be given back by the actor.
@@ -53,7 +67,8 @@ func (r *Request) Answer(res Result) bool {
 	if !r.state.CompareAndSwap(pending, answered) {
 		return false
 	}
-	r.reply <- res
+	r.res = res
+	close(r.done)
 	if r.then != nil {
 		r.then(res)
 	}
@@ -61,7 +76,7 @@ func (r *Request) Answer(res Result) bool {
 }
 
 // Abandon withdraws the request. false means an answer was already given and
-// is waiting in Reply.
+// is waiting behind Done.
 func (r *Request) Abandon() bool { return r.state.CompareAndSwap(pending, abandoned) }
 
 // Pending reports whether the request still awaits an answer.

@@ -33,6 +33,7 @@ type batcher struct {
 	mu       sync.Mutex
 	rdb      redis.UniversalClient // where pipelines go; replaced when go-redis replaces the node's client
 	pending  []*batchCall
+	spare    []*batchCall // the flusher's last batch, emptied: the next pending (no allocation per batch)
 	later    []*batchCall // calls to send again at laterDue (batch_retry.go)
 	laterDue time.Time
 	flushing bool           // the flusher runs (sending, or idle and waiting)
@@ -46,8 +47,8 @@ type batcher struct {
 type batchCall struct {
 	ctx    context.Context // what the pipeline that carries it is sent with
 	script *redis.Script
-	keys   []string
-	args   []any
+	key    string      // its first key: which slot, and so which master
+	argv   []any       // EVALSHA's arguments (see evalArgs)
 	then   func(Reply) // takes the reply; nil for a post
 
 	retry // how often, and since when, it was sent again
@@ -65,9 +66,10 @@ func newBatcher(c *Conn, addr string, rdb redis.UniversalClient) *batcher {
 
 // run queues one call and waits for its reply (for callers that have
 // nothing else to do meanwhile).
-func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) Reply {
+func (b *batcher) run(call *batchCall) Reply {
 	done := make(chan Reply, 1)
-	if !b.submit(ctx, func(r Reply) { done <- r }, script, keys, args...) {
+	call.then = func(r Reply) { done <- r }
+	if !b.queue(call) {
 		return Reply{Err: notSent{ErrClosed}}
 	}
 	return <-done
@@ -77,13 +79,13 @@ func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, 
 // flusher's goroutine, so it must not block (it posts a message). It
 // reports false, and then is not called, once close has begun.
 func (b *batcher) submit(ctx context.Context, then func(Reply), script *redis.Script, keys []string, args ...any) bool {
-	return b.queue(&batchCall{ctx: ctx, script: script, keys: keys, args: args, then: then})
+	return b.queue(newCall(ctx, script, keys, args, then))
 }
 
 // post queues a call whose reply nobody waits for: it goes out with the
 // next pipeline. After close, posted calls are dropped.
 func (b *batcher) post(script *redis.Script, keys []string, args ...any) {
-	b.queue(&batchCall{ctx: context.Background(), script: script, keys: keys, args: args})
+	b.queue(newCall(context.Background(), script, keys, args, nil))
 }
 
 // queue adds a call, starting the flusher if none runs or waking it if it
@@ -125,6 +127,7 @@ func (b *batcher) flush() {
 		b.redispatch()
 		if calls := b.take(); len(calls) > 0 {
 			b.send(calls[0].ctx, calls, true)
+			b.giveBack(calls)
 			continue
 		}
 		idle.Reset(b.idleFor())
@@ -150,9 +153,26 @@ func (b *batcher) take() []*batchCall {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := min(len(b.pending), maxBatch)
-	calls := append([]*batchCall(nil), b.pending[:n]...)
-	b.pending = b.pending[n:]
+	var calls []*batchCall
+	if n == len(b.pending) {
+		calls, b.pending, b.spare = b.pending, b.spare[:0], nil
+	} else {
+		calls = append(b.spare[:0], b.pending[:n]...)
+		b.pending, b.spare = b.pending[n:], nil
+	}
 	return b.holdBack(calls)
+}
+
+// giveBack keeps the slice of a batch that has been sent as the next
+// pending one. Nothing refers to the slice any more (answer and again keep
+// the calls, not the slice); it is cleared so that it holds no call.
+func (b *batcher) giveBack(calls []*batchCall) {
+	clear(calls[:cap(calls)])
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cap(calls) <= maxBatch {
+		b.spare = calls[:0]
+	}
 }
 
 // close refuses calls from now on, tells the submitted calls still pending
@@ -195,7 +215,7 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	if len(calls) == 1 && t.need == 0 {
 		// A lone call: EVALSHA with EVAL fallback, no pipeline.
 		c := calls[0]
-		b.answer(c, c.script.Run(ctx, rdb, c.keys, c.args...), nil, rdb)
+		b.answer(c, c.run(ctx, rdb), nil, rdb)
 		return
 	}
 	pipe := rdb.Pipeline()
@@ -209,10 +229,10 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	for i, c := range calls {
 		if eval[c.script] {
 			delete(eval, c.script)
-			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
+			cmds[i] = c.eval(ctx, pipe)
 			continue
 		}
-		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		cmds[i] = c.evalSha(ctx, pipe)
 	}
 	var wait *redis.Cmd
 	if t.need > 0 {
@@ -255,7 +275,7 @@ func mixedScripts(calls []*batchCall) map[*redis.Script]bool {
 	first := make(map[int]*redis.Script, len(calls))
 	mixed := map[int]bool{}
 	for _, c := range calls {
-		slot := slotOf(c.keys[0])
+		slot := slotOf(c.key)
 		if s, ok := first[slot]; !ok {
 			first[slot] = c.script
 		} else if s != c.script {
@@ -267,7 +287,7 @@ func mixedScripts(calls []*batchCall) map[*redis.Script]bool {
 	}
 	var on []*batchCall
 	for _, c := range calls {
-		if mixed[slotOf(c.keys[0])] {
+		if mixed[slotOf(c.key)] {
 			on = append(on, c)
 		}
 	}
@@ -290,12 +310,12 @@ func distinctScripts(calls []*batchCall) map[*redis.Script]bool {
 func (b *batcher) resolvePublish(ctx context.Context, calls []*batchCall) {
 	cmd := ""
 	for _, c := range calls {
-		for i, a := range c.args {
+		for i, a := range c.argv {
 			if _, ok := a.(publishLater); ok {
 				if cmd == "" {
 					cmd = publishName(b.c.topo.Sharded(ctx))
 				}
-				c.args[i] = cmd
+				c.argv[i] = cmd
 			}
 		}
 	}
@@ -306,6 +326,9 @@ func (b *batcher) resolvePublish(ctx context.Context, calls []*batchCall) {
 // its slot's master then (with that master's WAIT).
 func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short error, rdb redis.UniversalClient) {
 	r := Reply{Val: cmd.Val(), Err: cmd.Err()}
+	if r.Err == nil && r.Val == latchNil {
+		r = Reply{Err: redis.Nil}
+	}
 	if b.again(c, r, rdb) {
 		return
 	}

@@ -117,11 +117,11 @@ func (b *batcher) holdBack(calls []*batchCall) []*batchCall {
 	}
 	held := make(map[int]bool, len(b.later))
 	for _, c := range b.later {
-		held[slotOf(c.keys[0])] = true
+		held[slotOf(c.key)] = true
 	}
 	out := calls[:0]
 	for _, c := range calls {
-		if held[slotOf(c.keys[0])] {
+		if held[slotOf(c.key)] {
 			b.later = append(b.later, c)
 		} else {
 			out = append(out, c)
@@ -160,7 +160,7 @@ func (b *batcher) redispatch() {
 			b.giveUp(c, nil)
 			continue
 		}
-		nb, err := b.c.batcherFor(c.ctx, c.keys[0])
+		nb, err := b.c.batcherFor(c.ctx, c.key)
 		if err != nil {
 			b.giveUp(c, err)
 			continue

@@ -106,10 +106,10 @@ func TestNoScriptKeepsOrderOnOneSlot(t *testing.T) {
 	var replies []Reply
 	record := func(r Reply) { replies = append(replies, r) }
 	c.batch.send(ctx, []*batchCall{
-		{ctx: ctx, script: first, keys: []string{key}, then: record},
-		{ctx: ctx, script: second, keys: []string{"{order}:other"}, then: record},
-		{ctx: ctx, script: alone, keys: []string{"{alone}"}, then: record},
-		{ctx: ctx, script: second, keys: []string{key}, then: record},
+		newCall(ctx, first, []string{key}, nil, record),
+		newCall(ctx, second, []string{"{order}:other"}, nil, record),
+		newCall(ctx, alone, []string{"{alone}"}, nil, record),
+		newCall(ctx, second, []string{key}, nil, record),
 	}, true)
 	if len(replies) != 4 {
 		t.Fatalf("%d replies for 4 calls", len(replies))

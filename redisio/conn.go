@@ -65,10 +65,14 @@ func publishName(sharded bool) string {
 // answered, else a placeholder the batcher's flusher replaces as it sends
 // the script (resolvePublish), so no actor waits for the question.
 func (c *Conn) publishArg() any {
-	if sharded, ok := c.topo.decided(); ok {
-		return publishName(sharded)
+	sharded, ok := c.topo.decided()
+	switch {
+	case !ok:
+		return publishLater{}
+	case sharded: // constants: converting them allocates nothing
+		return "spublish"
 	}
-	return publishLater{}
+	return "publish"
 }
 
 // publishLater stands for the publish command in a queued script's

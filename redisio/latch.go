@@ -33,6 +33,9 @@ type Op struct {
 	Latch string        // LatchKey of the lock and Client
 	Seq   uint64        // increases with every request of the Client
 	Keep  time.Duration // how long the latch must outlive the request
+	// Keys, when they are the name's and Latch's, spare the call converting
+	// them again (see args.go); the actor's ledger sets them.
+	Keys *Keys
 	// Then, when set, makes the call asynchronous: once the request is
 	// queued for its master's next pipeline the call returns ErrPending,
 	// and Then later receives the reply on another goroutine (it must not
@@ -44,6 +47,11 @@ type Op struct {
 // ErrPending is what an asynchronous call (Op.Then set) returns once its
 // request is on its way; the reply goes to Op.Then.
 var ErrPending = errors.New("request queued; the reply follows")
+
+// latchNil is the status reply latch.lua sends for its body's nil reply
+// (a nil reply is an error to go-redis, and each costs a client about
+// twenty allocations in its retry checks); answer turns it back into one.
+const latchNil = "LOCKACTOR_NIL"
 
 // Reply is one script's reply as go-redis returned it, or as a latch
 // recorded it. A nil reply has Err redis.Nil, as go-redis reports it.
@@ -94,20 +102,26 @@ func (e notSent) Unwrap() error { return e.err }
 // runLatched runs a latched script for op: waits for its reply, or, with
 // op.Then set, queues it and returns ErrPending. keys and args are the
 // body's followed by the latch's: op.Latch, and op.Seq and op.keepMS() (see
-// latched), built by the caller in one go to spare allocations on the hot
-// path.
+// latched).
 //
 // With replica sync on, the script goes to the key's master followed by its
 // WAIT (see replicas.go), and the reply says whether enough replicas had it.
 func (c *Conn) runLatched(ctx context.Context, op Op, s *redis.Script, keys []string, args ...any) Reply {
-	b, err := c.batcherFor(ctx, keys[0])
+	return c.runCall(ctx, op, newCall(ctx, s, keys, args, nil))
+}
+
+// runCall is runLatched for a call built by the caller (the hot paths build
+// its arguments from their Keys in one slice; see args.go).
+func (c *Conn) runCall(ctx context.Context, op Op, call *batchCall) Reply {
+	b, err := c.batcherFor(ctx, call.key)
 	if err != nil {
 		return Reply{Err: notSent{err}}
 	}
 	if op.Then == nil {
-		return b.run(ctx, s, keys, args...)
+		return b.run(call)
 	}
-	if !b.submit(ctx, op.Then, s, keys, args...) {
+	call.then = op.Then
+	if !b.queue(call) {
 		return Reply{Err: notSent{ErrClosed}}
 	}
 	return Reply{Err: ErrPending}

@@ -17,7 +17,9 @@ import (
 // Lock runs lock.lua: granted, or the holder's remaining time to live
 // (negative when the key exists without an expiry). Read with Reply.Acquire.
 func (c *Conn) Lock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.runLatched(ctx, op, scripts.Latched.Lock, []string{name, op.Latch}, ms(lease), owner, op.Seq, op.keepMS())
+	k, s := op.keysFor(name), scripts.Latched.Lock
+	argv := []any{"evalsha", shaOf(s), 2, k.name, k.latch, msArg(lease), owner, op.Seq, msArg(op.Keep)}
+	return c.runCall(ctx, op, &batchCall{ctx: ctx, script: s, key: name, argv: argv})
 }
 
 // FencedLock runs fenced_lock.lua: granted with the hold's fencing token, or
@@ -28,16 +30,19 @@ func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease 
 
 // Unlock runs unlock.lua for one hold of owner. Read with Reply.Unlock.
 func (c *Conn) Unlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	keys := []string{name, LockChannel(name), op.Latch}
-	pub := c.publishArg()
-	return c.runLatched(ctx, op, scripts.Latched.Unlock, keys, UnlockMessage, ms(lease), owner, pub, op.Seq, op.keepMS())
+	k, s := op.keysFor(name), scripts.Latched.Unlock
+	argv := []any{"evalsha", shaOf(s), 3, k.name, k.channel, k.latch,
+		UnlockMessage, msArg(lease), owner, c.publishArg(), op.Seq, msArg(op.Keep)}
+	return c.runCall(ctx, op, &batchCall{ctx: ctx, script: s, key: name, argv: argv})
 }
 
 // Handoff releases one hold of owner and, if it was the last, gives the lock
 // to next with nextLease in the same script (handoff.lua). Read with
 // Reply.Unlock.
 func (c *Conn) Handoff(ctx context.Context, op Op, name, owner string, lease time.Duration, next string, nextLease time.Duration) Reply {
-	return c.runLatched(ctx, op, scripts.Latched.Handoff, []string{name, op.Latch}, ms(lease), owner, next, ms(nextLease), op.Seq, op.keepMS())
+	k, s := op.keysFor(name), scripts.Latched.Handoff
+	argv := []any{"evalsha", shaOf(s), 2, k.name, k.latch, msArg(lease), owner, next, msArg(nextLease), op.Seq, msArg(op.Keep)}
+	return c.runCall(ctx, op, &batchCall{ctx: ctx, script: s, key: name, argv: argv})
 }
 
 // Renew re-applies lease while owner still holds the lock, without waiting:

@@ -156,7 +156,7 @@ func (t *Topology) denyInfo(addr string) {
 }
 
 // isNoPerm reports an ACL denial.
-func isNoPerm(err error) bool { return redis.HasErrorPrefix(err, "NOPERM") }
+func isNoPerm(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOPERM") }
 
 // knowsAOF records whether the master at addr has WAITAOF.
 func (t *Topology) knowsAOF(addr string, has bool) nodeFacts {

@@ -15,9 +15,12 @@
 -- ARGV[#ARGV-1]  the request's sequence number: increases per Client
 -- ARGV[#ARGV]    how long the latch is kept, in ms
 --
--- Returns the body's reply, run or replayed; an error reply
--- "LOCKACTOR_SKIPPED" when a newer request has run or this one was cancelled
--- (latch_resolve.lua), in which case nothing changed.
+-- Returns the body's reply, run or replayed, except that a nil reply goes
+-- out as the status reply "LOCKACTOR_NIL" (go-redis turns a nil reply into
+-- an error, and every error reply costs a client some twenty allocations
+-- in its retry checks; redisio turns the status back into a nil reply); an
+-- error reply "LOCKACTOR_SKIPPED" when a newer request has run or this one
+-- was cancelled (latch_resolve.lua), in which case nothing changed.
 local latch = KEYS[#KEYS]
 local seq = ARGV[#ARGV - 1]
 
@@ -46,7 +49,7 @@ if kept then
             end
             return out
         end
-        return nil
+        return {ok = 'LOCKACTOR_NIL'}
     end
 end
 
@@ -66,4 +69,7 @@ elseif type(reply) == 'table' then
     code = 'a' .. table.concat(parts, ',')
 end
 redis.call('set', latch, seq .. ':' .. code, 'px', ARGV[#ARGV])
+if code == 'n' then
+    return {ok = 'LOCKACTOR_NIL'}
+end
 return reply
