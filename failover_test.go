@@ -165,6 +165,8 @@ func promoteBySentinels(t *testing.T, sen *redistest.Sentinel) *redistest.Server
 // lagging replica would lack it) is gone after the failover, and its
 // holder's Lost must close rather than the watchdog pretending.
 func TestSentinelFailoverLostHoldClosesLost(t *testing.T) {
+	// Parallel: its own deployment, and bounds loose enough to share the machine.
+	t.Parallel()
 	sen := redistest.StartSentinel(t)
 	c := newClient(t, sen.FailoverClient(t, nil), lockactor.WithWatchdogTimeout(3*time.Second))
 	ctx := ctxFor(t, 60*time.Second)

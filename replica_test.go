@@ -19,6 +19,8 @@ import (
 // (TryLock) or retried (Lock), for every acquiring kind; with sync off the
 // same grant stands unconfirmed.
 func TestReplicaSync(t *testing.T) {
+	// Parallel: its own deployment, and bounds loose enough to share the machine.
+	t.Parallel()
 	pair := redistest.StartReplicated(t)
 	master, replica := pair.Master(), pair.Replica()
 	mrdb, rrdb := master.Client(t), replica.Client(t)

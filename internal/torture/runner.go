@@ -237,14 +237,26 @@ func dumpTo(path string, l *Log, vs []Violation) error {
 	return f.Close()
 }
 
-// connect makes the admin clients, the setup Client and the hooked Clients.
+// connect makes the admin clients, the setup Client and the hooked Clients
+// on the two servers.
 func (r *runner) connect() {
 	r.admin = map[string]redis.UniversalClient{}
 	for _, s := range []string{"A", "B"} {
 		r.admin[s] = redis.NewClient(&redis.Options{Addr: r.servers[s].Addr()})
 	}
+	r.connectClients("", nil, func(server string, h *Hook) redis.UniversalClient {
+		rdb := redis.NewClient(&redis.Options{Addr: r.servers[server].Addr()})
+		rdb.AddHook(h)
+		return rdb
+	})
+}
+
+// connectClients makes the setup Client (on admin A) and the hooked Clients
+// of servers A and B, each through newClient, with opts (a topology's) and
+// the run's options; where names the deployment in errors.
+func (r *runner) connectClients(where string, opts []lockactor.Option, newClient func(server string, h *Hook) redis.UniversalClient) {
 	var err error
-	if r.setup, err = lockactor.New(r.admin["A"]); err != nil {
+	if r.setup, err = lockactor.New(r.admin["A"], opts...); err != nil {
 		r.tb.Fatalf("torture: setup client: %v", err)
 	}
 	for _, s := range []struct {
@@ -253,15 +265,15 @@ func (r *runner) connect() {
 	}{{"A", clientsA}, {"B", clientsB}} {
 		for i := 0; i < s.n; i++ {
 			name := fmt.Sprintf("%s%d", s.server, i+1)
-			rdb := redis.NewClient(&redis.Options{Addr: r.servers[s.server].Addr()})
-			rdb.AddHook(&Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew})
+			rdb := newClient(s.server, &Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew})
 			wd := watchdog
 			if s.server == "A" && i == s.n-1 {
 				wd = shortWatchdog
 			}
-			c, err := lockactor.New(rdb, append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd)}, r.cfg.Options...)...)
+			all := append(append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd)}, opts...), r.cfg.Options...)
+			c, err := lockactor.New(rdb, all...)
 			if err != nil {
-				r.tb.Fatalf("torture: client %s: %v", name, err)
+				r.tb.Fatalf("torture: client %s%s: %v", name, where, err)
 			}
 			cl := &client{name: name, server: s.server, c: c, rdb: rdb}
 			r.clients = append(r.clients, cl)

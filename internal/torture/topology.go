@@ -181,31 +181,7 @@ func (r *runner) connectTopology() {
 		rc := redis.NewClient(&redis.Options{Addr: rep.Addr(), MaxRetries: -1, ReadTimeout: replicaProbeTimeout})
 		r.admin["replica"], r.topo.replica = rc, rc
 	}
-	var err error
-	if r.setup, err = lockactor.New(r.admin["A"], t.options()...); err != nil {
-		r.tb.Fatalf("torture: setup client: %v", err)
-	}
-	for _, s := range []struct {
-		server string
-		n      int
-	}{{"A", clientsA}, {"B", clientsB}} {
-		for i := 0; i < s.n; i++ {
-			name := fmt.Sprintf("%s%d", s.server, i+1)
-			rdb := t.newClient(&Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew})
-			wd := watchdog
-			if s.server == "A" && i == s.n-1 {
-				wd = shortWatchdog
-			}
-			opts := append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd)}, t.options()...)
-			c, err := lockactor.New(rdb, append(opts, r.cfg.Options...)...)
-			if err != nil {
-				r.tb.Fatalf("torture: client %s on %s: %v", name, t.name(), err)
-			}
-			cl := &client{name: name, server: s.server, c: c, rdb: rdb}
-			r.clients = append(r.clients, cl)
-			r.byServer[s.server] = append(r.byServer[s.server], cl)
-		}
-	}
+	r.connectClients(" on "+t.name(), t.options(), func(_ string, h *Hook) redis.UniversalClient { return t.newClient(h) })
 }
 
 // applyTopology injects p if it is a topology fault; false otherwise (the
