@@ -326,7 +326,7 @@ func (b *batcher) resolvePublish(ctx context.Context, calls []*batchCall) {
 // its slot's master then (with that master's WAIT).
 func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short error, rdb redis.UniversalClient) {
 	r := Reply{Val: cmd.Val(), Err: cmd.Err()}
-	if r.Err == nil && r.Val == latchNil {
+	if r.Err == nil && r.Val == LatchNil {
 		r = Reply{Err: redis.Nil}
 	}
 	if b.again(c, r, rdb) {

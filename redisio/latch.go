@@ -48,10 +48,11 @@ type Op struct {
 // request is on its way; the reply goes to Op.Then.
 var ErrPending = errors.New("request queued; the reply follows")
 
-// latchNil is the status reply latch.lua sends for its body's nil reply
+// LatchNil is the status reply latch.lua sends for its body's nil reply
 // (a nil reply is an error to go-redis, and each costs a client about
-// twenty allocations in its retry checks); answer turns it back into one.
-const latchNil = "LOCKACTOR_NIL"
+// twenty allocations in its retry checks); the batcher turns it back into
+// a nil reply. A go-redis hook sees it as it comes off the wire.
+const LatchNil = "LOCKACTOR_NIL"
 
 // Reply is one script's reply as go-redis returned it, or as a latch
 // recorded it. A nil reply has Err redis.Nil, as go-redis reports it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockactor/lockactor/redisio"
 	"github.com/lockactor/lockactor/scripts"
 )
 
@@ -205,7 +206,8 @@ func (f *Faults) withhold(server, client string, cmds []redis.Cmder) {
 		for _, a := range args {
 			w.Args = append(w.Args, fmt.Sprint(a))
 		}
-		if c, ok := cmd.(*redis.Cmd); ok && c.Err() == nil && c.Val() != nil {
+		// The latch sends a nil body reply as a status (redisio.LatchNil).
+		if c, ok := cmd.(*redis.Cmd); ok && c.Err() == nil && c.Val() != nil && c.Val() != redisio.LatchNil {
 			w.Reply = fmt.Sprint(c.Val())
 		}
 		f.mu.Lock()
