@@ -182,30 +182,21 @@ func TestClusterNodeBackAfterAMinute(t *testing.T) {
 	c := newClient(t, cl.Client(t))
 	ctx := ctxFor(t, 3*time.Minute)
 	const name = "{comeback}"
-	lockUnlock := func(d time.Duration) error {
+	lockUnlockIn := func(d time.Duration) error {
 		lctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
-		l := c.Lock(name)
-		if err := l.Lock(lctx); err != nil {
-			return err
-		}
-		return l.Unlock(lctx)
+		return lockUnlock(lctx, c.Lock(name))
 	}
-	if err := lockUnlock(5 * time.Second); err != nil {
+	if err := lockUnlockIn(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	gone := cl.MasterFor(name)
-	gone.Kill(t)
-	within(t, 20*time.Second, "the replica took over", func() bool {
-		m := cl.MasterFor(name)
-		return m != nil && m != gone
-	})
+	gone := killOwner(t, cl, name)
 	// go-redis reloads its slot map as commands meet MOVED or every 10 s
 	// of use; the dead node's client is closed a minute after the first
 	// map without it.
 	until := time.Now().Add(75 * time.Second)
 	for time.Now().Before(until) {
-		if err := lockUnlock(5 * time.Second); err != nil {
+		if err := lockUnlockIn(5 * time.Second); err != nil {
 			t.Errorf("Lock and Unlock while the node is gone (its replica serves the slot): %v", err)
 		}
 		time.Sleep(2 * time.Second)
@@ -218,7 +209,7 @@ func TestClusterNodeBackAfterAMinute(t *testing.T) {
 	if m := cl.Failover(t, name); m != gone {
 		t.Fatalf("the failover made %s master, not the node that came back (%s)", m.Addr(), gone.Addr())
 	}
-	if err := lockUnlock(10 * time.Second); err != nil {
+	if err := lockUnlockIn(10 * time.Second); err != nil {
 		t.Fatalf("Lock and Unlock on the node that came back: %v", err)
 	}
 }
@@ -237,18 +228,10 @@ func TestClusterCrashedMasterNamesMoveToReplica(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "{crashed}"
 	l := c.Lock(name)
-	if err := l.Lock(ctx); err != nil {
+	if err := lockUnlock(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	gone := cl.MasterFor(name)
-	gone.Kill(t)
-	within(t, 20*time.Second, "the replica took over", func() bool {
-		m := cl.MasterFor(name)
-		return m != nil && m != gone
-	})
+	killOwner(t, cl, name)
 	start := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -261,4 +244,17 @@ func TestClusterCrashedMasterNamesMoveToReplica(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("Lock+Unlock on the promoted replica took %v", d)
 	}
+}
+
+// killOwner kills the master of name's slot and waits until its replica
+// serves the slot; it returns the killed node.
+func killOwner(t *testing.T, cl *redistest.Cluster, name string) *redistest.Server {
+	t.Helper()
+	gone := cl.MasterFor(name)
+	gone.Kill(t)
+	within(t, 20*time.Second, "the replica took over", func() bool {
+		m := cl.MasterFor(name)
+		return m != nil && m != gone
+	})
+	return gone
 }

@@ -63,9 +63,7 @@ func TestSentinelGracefulFailoverKeepsLocks(t *testing.T) {
 			}
 			fc := func() redis.UniversalClient {
 				if tt.cluster {
-					fcc := redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: sen.MasterName(), SentinelAddrs: sen.Addrs()})
-					t.Cleanup(func() { _ = fcc.Close() })
-					return fcc
+					return sen.FailoverClusterClient(t)
 				}
 				return sen.FailoverClient(t, nil)
 			}

@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockactor/lockactor/internal/redistest"
 	"github.com/lockactor/lockactor/redisio"
 )
@@ -18,9 +16,7 @@ import (
 // as the Sentinel group it is.
 func TestSentinelThroughFailoverClusterClient(t *testing.T) {
 	sen := redistest.StartSentinel(t)
-	fcc := redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: sen.MasterName(), SentinelAddrs: sen.Addrs()})
-	t.Cleanup(func() { _ = fcc.Close() })
-	c := newClient(t, fcc)
+	c := newClient(t, sen.FailoverClusterClient(t))
 	ctx := ctxFor(t, 20*time.Second)
 	master := sen.Master().Client(t)
 

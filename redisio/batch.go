@@ -275,7 +275,7 @@ func mixedScripts(calls []*batchCall) map[*redis.Script]bool {
 	first := make(map[int]*redis.Script, len(calls))
 	mixed := map[int]bool{}
 	for _, c := range calls {
-		slot := slotOf(c.key)
+		slot := SlotOf(c.key)
 		if s, ok := first[slot]; !ok {
 			first[slot] = c.script
 		} else if s != c.script {
@@ -287,7 +287,7 @@ func mixedScripts(calls []*batchCall) map[*redis.Script]bool {
 	}
 	var on []*batchCall
 	for _, c := range calls {
-		if mixed[slotOf(c.key)] {
+		if mixed[SlotOf(c.key)] {
 			on = append(on, c)
 		}
 	}

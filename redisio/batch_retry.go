@@ -117,11 +117,11 @@ func (b *batcher) holdBack(calls []*batchCall) []*batchCall {
 	}
 	held := make(map[int]bool, len(b.later))
 	for _, c := range b.later {
-		held[slotOf(c.key)] = true
+		held[SlotOf(c.key)] = true
 	}
 	out := calls[:0]
 	for _, c := range calls {
-		if held[slotOf(c.key)] {
+		if held[SlotOf(c.key)] {
 			b.later = append(b.later, c)
 		} else {
 			out = append(out, c)

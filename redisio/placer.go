@@ -100,7 +100,7 @@ func (p *PubSub) place() {
 				delete(p.unplaced, ch)
 				continue
 			}
-			if addr, ok := addrs[ch]; ok && p.joinAt(ctx, ch, addr, sharded) == nil {
+			if addr, ok := addrs[ch]; ok && p.joinAt(ctx, ch, addr, sharded, sharded) == nil {
 				delete(p.unplaced, ch)
 			}
 		}

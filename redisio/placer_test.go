@@ -39,7 +39,7 @@ func TestShardChannelsAvoidDemotedMaster(t *testing.T) {
 			if err != nil || !stale.Load() {
 				return slots, err
 			}
-			at := slotOf(channel)
+			at := SlotOf(channel)
 			for i, s := range slots {
 				if s.Start > at || s.End < at {
 					continue

@@ -83,6 +83,10 @@ type shard struct {
 	sharded bool          // SSUBSCRIBE (else SUBSCRIBE), as Topology said when it opened
 	ps      *redis.PubSub // replaced by the loop after a failure
 	server  string        // address behind the connection (Sentinel only; see masterMoved)
+	// located: its address was confirmed as the master of its first
+	// channel's slot just before it was made (the placer's locate), so
+	// connect need not ask again.
+	located bool
 }
 
 // NewPubSub prepares a multiplexer on rdb; no connection opens until the first
@@ -164,15 +168,16 @@ func (p *PubSub) join(ctx context.Context, channel string, sharded bool) error {
 		}
 		addr = master.Options().Addr
 	}
-	return p.joinAt(ctx, channel, addr, sharded)
+	return p.joinAt(ctx, channel, addr, sharded, false)
 }
 
-// joinAt subscribes channel on the shard at addr, starting it if needed.
+// joinAt subscribes channel on the shard at addr, starting it if needed;
+// located: addr was just confirmed as the channel's master (see locate).
 // The caller holds p.mu.
-func (p *PubSub) joinAt(ctx context.Context, channel, addr string, sharded bool) error {
+func (p *PubSub) joinAt(ctx context.Context, channel, addr string, sharded, located bool) error {
 	s := p.shards[addr]
 	if s == nil {
-		s = &shard{addr: addr, sharded: sharded}
+		s = &shard{addr: addr, sharded: sharded, located: located}
 		p.shards[addr] = s
 		p.shardOf[channel] = s
 		p.loops.Add(1)
@@ -199,7 +204,7 @@ func (p *PubSub) connect(s *shard) bool {
 		chans = chans[:1]
 	}
 	p.mu.Unlock()
-	if s.sharded && len(chans) == 1 && p.locate(p.ctx, chans, true)[chans[0]] != s.addr {
+	if s.sharded && !s.located && len(chans) == 1 && p.locate(p.ctx, chans, true)[chans[0]] != s.addr {
 		return p.abandon(s) // not (or no longer) the channel's master
 	}
 	var ps *redis.PubSub

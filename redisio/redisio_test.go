@@ -130,7 +130,12 @@ func TestSlotOf(t *testing.T) {
 		key  string
 		slot int
 	}{
+		{"123456789", 0x31C3}, // CRC16/XMODEM's check value
 		{"foo", 12182},
+		{"bar", 5061},
+		{"{foo}.anything", 12182},
+		{"x{foo}{bar}", 12182},
+		{"{}foo", 9500}, // an empty hash tag: the whole key
 		{"{user1000}.following", 3443},
 		{"{user1000}.followers", 3443},
 		{"foo{}{bar}", 8363},
@@ -138,8 +143,8 @@ func TestSlotOf(t *testing.T) {
 		{"foo{bar}{zap}", 5061},
 		{"", 0},
 	} {
-		if got := slotOf(tt.key); got != tt.slot {
-			t.Errorf("slotOf(%q) = %d, want %d", tt.key, got, tt.slot)
+		if got := SlotOf(tt.key); got != tt.slot {
+			t.Errorf("SlotOf(%q) = %d, want %d", tt.key, got, tt.slot)
 		}
 	}
 }

@@ -23,9 +23,9 @@ var crcTable = func() (t [256]uint16) {
 	return t
 }()
 
-// slotOf is key's Cluster hash slot: of its {hash tag} when it has a
+// SlotOf is key's Cluster hash slot: of its {hash tag} when it has a
 // non-empty one, else of the whole key.
-func slotOf(key string) int {
+func SlotOf(key string) int {
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
 			key = key[open+1 : open+1+end]

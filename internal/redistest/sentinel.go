@@ -134,6 +134,16 @@ func (s *Sentinel) FailoverClient(tb testing.TB, configure func(*redis.FailoverO
 	return c
 }
 
+// FailoverClusterClient returns a go-redis client made by
+// redis.NewFailoverClusterClient (a ClusterClient over the Sentinel group)
+// with MasterName and the sentinels' Addrs. It is closed in tb.Cleanup.
+func (s *Sentinel) FailoverClusterClient(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	c := redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: sentinelMasterName, SentinelAddrs: s.Addrs()})
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // Master returns the data server that the first answering sentinel names in
 // SENTINEL GET-MASTER-ADDR-BY-NAME, or nil if none answers.
 func (s *Sentinel) Master() *Server {

@@ -2,7 +2,6 @@ package torture
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -70,22 +69,9 @@ type Violation struct {
 func (v Violation) String() string { return v.Check + ": " + v.Msg }
 
 // Check runs every check over the log and returns the violations in time
-// order.
-func Check(l *Log, lim Limits) []Violation {
-	safe, live := SafeSpans(l), LiveSpans(l)
-	var vs []Violation
-	vs = append(vs, CheckMutualExclusion(l, safe, lim)...)
-	vs = append(vs, CheckSemaphoreBound(l, safe, lim)...)
-	vs = append(vs, CheckFencingTokens(l, safe)...)
-	vs = append(vs, CheckHangs(l, lim)...)
-	vs = append(vs, CheckLiveness(l, live, lim)...)
-	vs = append(vs, CheckRenewals(l, lim)...)
-	vs = append(vs, CheckCallErrors(l, safe)...)
-	vs = append(vs, CheckGhostGrants(l)...)
-	vs = append(vs, CheckLateLost(l)...)
-	slices.SortStableFunc(vs, func(a, b Violation) int { return a.At.Compare(b.At) })
-	return vs
-}
+// order: CheckTopology with nothing relaxed (a single server loses no
+// acknowledged write).
+func Check(l *Log, lim Limits) []Violation { return CheckTopology(l, lim, Relaxations{}) }
 
 // describe renders a span for a message: owner, interval and what ended it.
 func (l *Log) describe(s Span) string {

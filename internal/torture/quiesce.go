@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // checkFairQueues: once every worker has stopped, every fair lock's queue in
@@ -13,11 +15,8 @@ func (r *runner) checkFairQueues() {
 	ctx, cancel := context.WithTimeout(context.Background(), fairQueueWait+2*time.Second)
 	defer cancel()
 	deadline := time.Now().Add(fairQueueWait)
-	for i := 0; i < 2*namesPerPrim; i++ {
-		q := fmt.Sprintf("redisson_lock_queue:{fair%d}", i)
-		if i >= namesPerPrim { // shared names are taken as FairLocks too
-			q = fmt.Sprintf("redisson_lock_queue:{shared%d}", i-namesPerPrim)
-		}
+	for _, name := range fairNames() {
+		q := redisio.FairQueue(name)
 		for {
 			n, err := r.admin["A"].LLen(ctx, q).Result()
 			if err == nil && n == 0 {
@@ -31,6 +30,18 @@ func (r *runner) checkFairQueues() {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// fairNames are the names taken as FairLocks: the fair ones, and the shared
+// ones, which steps take as Lock, FencedLock or FairLock.
+func fairNames() []string {
+	var names []string
+	for _, p := range []string{"fair", "shared"} {
+		for i := 0; i < namesPerPrim; i++ {
+			names = append(names, fmt.Sprintf("%s%d", p, i))
+		}
+	}
+	return names
 }
 
 // checkSemCounts: no semaphore may ever count more free permits than it

@@ -193,12 +193,7 @@ func Run(tb testing.TB, cfg Config) Result {
 		_ = a.Close()
 	}
 
-	var vs []Violation
-	if cfg.Topology != nil {
-		vs = append(CheckTopology(log, r.lim, r.topo.relax()), r.extraVios...)
-	} else {
-		vs = append(Check(log, r.lim), r.extraVios...)
-	}
+	vs := append(CheckTopology(log, r.lim, r.topo.relax()), r.extraVios...)
 	if cfg.DumpPath != "" {
 		if err := dumpTo(cfg.DumpPath, log, vs); err != nil {
 			r.logf("dump %s: %v", cfg.DumpPath, err)
@@ -207,7 +202,9 @@ func Run(tb testing.TB, cfg Config) Result {
 		}
 	}
 	figs := Summarize(log, vs, r.faults.Counts())
-	figs.Topology = r.topo.figures(log)
+	if cfg.Topology != nil {
+		figs.Topology = r.topo.figures(log)
+	}
 	// Drop the log before measuring the heap: it is the run's, not a leak.
 	log, r.workers, r.self, r.renewals, r.faultLog = nil, nil, nil, nil, nil
 	r.topo.rx = Relaxations{}

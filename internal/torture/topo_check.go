@@ -56,8 +56,9 @@ type Relaxations struct {
 	Probes []ReplicaProbe
 }
 
-// CheckTopology is Check for a topology run: the same checks, over safe
-// spans relaxed as rx says, plus CheckReplicaGrants.
+// CheckTopology runs every check over the log, relaxed as rx says (see
+// Relaxations), plus CheckReplicaGrants of rx's probes, and returns the
+// violations in time order. Check is it with nothing relaxed.
 func CheckTopology(l *Log, lim Limits, rx Relaxations) []Violation {
 	safe, live := rx.Cut(SafeSpans(l)), LiveSpans(l)
 	var vs []Violation

@@ -69,25 +69,3 @@ func TestCheckTopology(t *testing.T) {
 		})
 	}
 }
-
-// TestKeySlot: the slot of a key, as CLUSTER KEYSLOT gives it, hash tags
-// included.
-func TestKeySlot(t *testing.T) {
-	for _, tt := range []struct {
-		key  string
-		want int
-	}{
-		{"123456789", 0x31C3 % 16384}, // CRC16/XMODEM's check value
-		{"foo", 12182},
-		{"bar", 5061},
-		{"{foo}.anything", 12182},
-		{"x{foo}{bar}", 12182},
-	} {
-		if got := keySlot(tt.key); got != tt.want {
-			t.Errorf("keySlot(%q) = %d, want %d", tt.key, got, tt.want)
-		}
-	}
-	if keySlot("{}foo") != int(crc16("{}foo"))%16384 {
-		t.Error("an empty hash tag must hash the whole key")
-	}
-}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // clusterTopo is a Redis Cluster of masters with one replica each.
@@ -132,12 +133,7 @@ func (c *clusterTopo) apply(r *runner, tb testing.TB, p Planned) {
 			break
 		}
 		m := ms[rng.IntN(len(ms))]
-		in := c.slotsOf(m)
-		m.Pause(tb)
-		time.Sleep(p.Dur)
-		m.Resume(tb)
-		f.Detail = fmt.Sprintf("%s for %v", m.Addr(), p.Dur)
-		r.topo.addFrozen(Interval{f.Start, time.Now()}, "master stopped", in)
+		f.Detail = r.sigstop(tb, f.Start, m, p.Dur, true, c.slotSet(m).holds)
 	case FaultClientKill:
 		f.Detail = clientKill(c.cl.Nodes())
 	}
@@ -195,7 +191,7 @@ func (c *clusterTopo) crash(r *runner, tb testing.TB, p Planned, rng *rand.Rand)
 	}
 	rep := c.cl.ReplicaOf(m)
 	slots := c.slotSet(m)
-	in := func(res string) bool { _, name, _ := strings.Cut(res, "/"); return slots[keySlot(name)] }
+	in := slots.holds
 	detail := ""
 	r.lossy(func() {
 		start := time.Now()
@@ -295,22 +291,23 @@ func (c *clusterTopo) keyOn(m *redistest.Server, rng *rand.Rand) string {
 	names := workloadNames()
 	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	for _, n := range names {
-		if slots[keySlot(n)] {
+		if slots[redisio.SlotOf(n)] {
 			return n
 		}
 	}
 	return keyIn(slots)
 }
 
-// slotsOf is the predicate "res lives on one of m's slots now".
-func (c *clusterTopo) slotsOf(m *redistest.Server) func(string) bool {
-	slots := c.slotSet(m)
-	return func(res string) bool { _, name, _ := strings.Cut(res, "/"); return slots[keySlot(name)] }
-}
-
 // slotSet is a set of hash slots (16 KB, where a map of a third of the
 // slots took some 200 KB, kept by every window until the run ends).
 type slotSet []bool
+
+// holds reports whether resource res ("<server>/<key>") lives on one of
+// the set's slots.
+func (s slotSet) holds(res string) bool {
+	_, name, _ := strings.Cut(res, "/")
+	return s[redisio.SlotOf(name)]
+}
 
 // slotSet is the set of slots CLUSTER SLOTS says m serves.
 func (c *clusterTopo) slotSet(m *redistest.Server) slotSet {
@@ -340,7 +337,7 @@ func keyIn(slots slotSet) string {
 		return ""
 	}
 	for i := 0; ; i++ {
-		if k := fmt.Sprintf("torture-key-%d", i); slots[keySlot(k)] {
+		if k := fmt.Sprintf("torture-key-%d", i); slots[redisio.SlotOf(k)] {
 			return k
 		}
 	}

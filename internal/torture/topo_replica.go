@@ -70,13 +70,7 @@ func (t *replicaTopo) apply(r *runner, tb testing.TB, p Planned) {
 		if p.Kind == FaultStopMaster {
 			s = master
 		}
-		s.Pause(tb)
-		time.Sleep(p.Dur)
-		s.Resume(tb)
-		f.Detail = fmt.Sprintf("%s for %v", s.Addr(), p.Dur)
-		if p.Kind == FaultStopMaster {
-			r.topo.addFrozen(Interval{f.Start, time.Now()}, "master stopped", nil)
-		}
+		f.Detail = r.sigstop(tb, f.Start, s, p.Dur, p.Kind == FaultStopMaster, nil)
 	case FaultRestartReplica:
 		rep.Kill(tb)
 		rep.Restart(tb)

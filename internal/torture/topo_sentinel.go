@@ -113,13 +113,7 @@ func (t *sentinelTopo) apply(r *runner, tb testing.TB, p Planned) {
 		if p.Kind == FaultStopReplica {
 			s = t.s.Replica()
 		}
-		s.Pause(tb)
-		time.Sleep(p.Dur)
-		s.Resume(tb)
-		f.Detail = fmt.Sprintf("%s for %v", s.Addr(), p.Dur)
-		if p.Kind == FaultStopMaster {
-			r.topo.addFrozen(Interval{f.Start, time.Now()}, "master stopped", nil)
-		}
+		f.Detail = r.sigstop(tb, f.Start, s, p.Dur, p.Kind == FaultStopMaster, nil)
 		if now := t.s.Master(); now != master {
 			// Not planned: a stop meant to be shorter than down-after led
 			// to a failover after all; it is as lossy as a planned one.

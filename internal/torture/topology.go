@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // Topology is a deployment a run uses instead of two standalone servers (see
@@ -101,7 +102,6 @@ const topoFairWait = 3 * time.Second
 // faults called for, the replica probes, and counters for the figures.
 type topoState struct {
 	mu      sync.Mutex
-	on      bool // a Topology run
 	rx      Relaxations
 	replica redis.UniversalClient // unhooked, to the replica (replica-sync variant)
 	settled int                   // fair queues settled after unsafe windows
@@ -175,7 +175,6 @@ const replicaProbeTimeout = 300 * time.Millisecond
 // Clients on cfg.Topology, as connect does on two servers.
 func (r *runner) connectTopology() {
 	t := r.cfg.Topology
-	r.topo.on = true
 	r.admin = map[string]redis.UniversalClient{"A": t.newClient(nil), "B": t.newClient(nil)}
 	if rep := t.replica(); rep != nil {
 		rc := redis.NewClient(&redis.Options{Addr: rep.Addr(), MaxRetries: -1, ReadTimeout: replicaProbeTimeout})
@@ -219,9 +218,8 @@ func (r *runner) settleFairQueues() {
 	ctx, cancel := context.WithTimeout(context.Background(), topoFairWait+5*time.Second)
 	defer cancel()
 	time.Sleep(topoFairWait + 500*time.Millisecond)
-	for i := 0; i < namesPerPrim; i++ {
-		name := fmt.Sprintf("fair%d", i)
-		if n, err := r.admin["A"].LLen(ctx, "redisson_lock_queue:{"+name+"}").Result(); err != nil || n == 0 {
+	for _, name := range fairNames() {
+		if n, err := r.admin["A"].LLen(ctx, redisio.FairQueue(name)).Result(); err != nil || n == 0 {
 			continue
 		}
 		r.topo.mu.Lock()
@@ -251,16 +249,26 @@ func workloadNames() []string {
 // targets with.
 func targetRNG(p Planned) *rand.Rand { return rand.New(rand.NewPCG(p.Seed, 3)) }
 
-// figures counts what the topology run did besides the common figures;
-// nil for a single-server run.
-func (t *topoState) figures(l *Log) map[string]int {
-	if !t.on {
-		return nil
+// sigstop stops s for d and returns the fault's detail. A stopped master
+// (master) is a Frozen window, from the fault's start, for the resources
+// in (nil: all): its keys' TTLs ran on meanwhile.
+func (r *runner) sigstop(tb testing.TB, start time.Time, s *redistest.Server, d time.Duration, master bool, in func(string) bool) string {
+	s.Pause(tb)
+	time.Sleep(d)
+	s.Resume(tb)
+	if master {
+		r.topo.addFrozen(Interval{start, time.Now()}, "master stopped", in)
 	}
+	return fmt.Sprintf("%s for %v", s.Addr(), d)
+}
+
+// figures counts what the topology run did besides the common figures.
+func (t *topoState) figures(l *Log) map[string]int {
 	rx := t.relax()
 	m := map[string]int{"unsafe windows": len(rx.Unsafe), "frozen windows": len(rx.Frozen)}
-	cut := rx.Cut(SafeSpans(l))
-	for i, s := range SafeSpans(l) {
+	spans := SafeSpans(l)
+	cut := rx.Cut(spans)
+	for i, s := range spans {
 		switch c := cut[i]; {
 		case c.By == ByRestart && s.By != ByRestart && c.Empty() && !s.Empty():
 			m["holds left out (granted in an unsafe window)"]++
