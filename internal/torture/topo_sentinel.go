@@ -3,6 +3,7 @@ package torture
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,10 +14,16 @@ import (
 )
 
 // sentinelTopo is a master, a replica and three sentinels.
-type sentinelTopo struct{ s *redistest.Sentinel }
+type sentinelTopo struct {
+	s      *redistest.Sentinel
+	hooked atomic.Int32 // workload Clients made so far
+}
 
-// SentinelTopology runs the workload on s (from StartSentinel) through
-// go-redis FailoverClients, with the runtime's default options. Its faults:
+// SentinelTopology runs the workload on s (from StartSentinel) with the
+// runtime's default options, through go-redis FailoverClients and, for
+// every other workload Client, a FailoverClusterClient (a ClusterClient
+// over the group, whose commands and subscriptions must follow a switch
+// in their own way). Its faults:
 // graceful failovers (SENTINEL FAILOVER), crash failovers (the master
 // killed, the replica promoted, the old master restarted, to be made a
 // replica by the sentinels), the master SIGSTOPped for 300-800ms (less than
@@ -39,10 +46,18 @@ func SentinelTopology(s *redistest.Sentinel) Topology { return &sentinelTopo{s: 
 func (t *sentinelTopo) name() string { return "sentinel" }
 
 func (t *sentinelTopo) newClient(hook redis.Hook) redis.UniversalClient {
-	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: t.s.MasterName(), SentinelAddrs: t.s.Addrs()})
-	if hook != nil {
-		rdb.AddHook(hook)
+	opt := &redis.FailoverOptions{MasterName: t.s.MasterName(), SentinelAddrs: t.s.Addrs()}
+	if hook == nil {
+		return redis.NewFailoverClient(opt)
 	}
+	if t.hooked.Add(1)%2 == 0 {
+		// Pipelines go to its node clients directly: the hook goes there.
+		rdb := redis.NewFailoverClusterClient(opt)
+		rdb.OnNewNode(func(n *redis.Client) { n.AddHook(hook) })
+		return rdb
+	}
+	rdb := redis.NewFailoverClient(opt)
+	rdb.AddHook(hook)
 	return rdb
 }
 
