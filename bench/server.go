@@ -25,6 +25,7 @@ type server struct {
 	addr  string
 	admin *redis.Client // uncounted client for INFO and FLUSHALL
 	done  chan struct{} // closed once cmd.Wait returned
+	dir   string        // its working directory, removed by stop
 }
 
 // startServer launches bin on a free 127.0.0.1 port and waits until it
@@ -54,14 +55,21 @@ func tryStart(bin string, extra []string) (*server, error) {
 // tryStartOn launches bin on 127.0.0.1:port with extra arguments after the
 // tool's own and waits until it answers with its own pid.
 func tryStartOn(bin string, port int, extra []string) (*server, error) {
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	// A directory of its own: a replica writes the snapshot it receives
+	// there, whatever --save says, and nothing may land in the tree.
+	dir, err := os.MkdirTemp("", "lockactor-bench-redis-")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--maxclients", "10000"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &server{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{})}
+	s := &server{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{}), dir: dir}
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	s.admin = redis.NewClient(&redis.Options{Addr: s.addr, PoolSize: 2})
 	if err := s.waitReady(5 * time.Second); err != nil {
@@ -135,6 +143,7 @@ func (s *server) stop() {
 	if s.admin != nil {
 		_ = s.admin.Close()
 	}
+	defer os.RemoveAll(s.dir)
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
