@@ -17,9 +17,14 @@ import (
 // ~4 µs of client CPU per uncontended pair (165 -> 161 µs; the ratio to raw
 // moved 0.70x -> 0.77x in bench and +2 % in a same-process A/B), left
 // manykeys even and one key with 256 goroutines lower (1.54x -> 1.42x raw;
-// one bench run of 3 rounds each, 2 shared cores).
-// It would also run actors inside redisio's pub/sub delivery, which holds
-// the PubSub lock that an actor's subscribe and unsubscribe take.
+// one bench run of 3 rounds each, 2 shared cores). Measured again with
+// the batcher also sending an idle master's script on the actor's
+// goroutine, so that an uncontended pair crossed no goroutine at all: the
+// same ratio to raw (0.79x-0.83x; bench/RESULTS.md), so the hand-offs are
+// not that gap. It would also run actors inside redisio's pub/sub
+// delivery, which holds the PubSub lock that an actor's subscribe and
+// unsubscribe take, and leave a caller's goroutine stuck in go-redis on a
+// hung server, deaf to its ctx.
 type workerPool struct {
 	work       chan func() // unbuffered: a hand-off to an idle worker
 	stop       chan struct{}
