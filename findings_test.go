@@ -1,9 +1,8 @@
 package lockactor_test
 
 // Regression tests for a review of the scripts and the group coordinator:
-// a read unlock that shortened a write hold, fair-queue wake-ups that went to
-// a dead head or failed on a tail without a deadline, a late RedLock grant
-// that was kept, and Lock honouring WithWait.
+// a read unlock that shortened a write hold, a late RedLock grant that was
+// kept, and Lock honouring WithWait.
 
 import (
 	"context"
@@ -61,123 +60,6 @@ func TestReadUnlockKeepsWriteHoldTTL(t *testing.T) {
 			}
 			if err := rw.WriteLock().Unlock(ctx); err != nil {
 				t.Fatalf("write Unlock: %v", err)
-			}
-		})
-	}
-}
-
-// A fair queue whose head was left by a crashed client (its deadline in
-// redisson_lock_timeout has passed) must not swallow the wake-up of a force
-// unlock or of a waiter that leaves: once fair_force_unlock and fair_cancel
-// told the dead head, and the live waiter behind slept until its own retry
-// (the holder's 30 s TTL plus the queue wait). The crashed client's hold and
-// queue entry are written directly, as the key layout is the protocol.
-func TestFairWakeSkipsStaleHead(t *testing.T) {
-	tests := []struct {
-		name     string
-		deadAt   string // "head", or "behind" the waiter that leaves
-		force    bool   // free the lock by ForceUnlock; else by expiry, then a waiter leaves
-		wantQuit bool   // the waiter expected to get the lock is the one that could leave
-	}{
-		{name: "force unlock", deadAt: "head", force: true, wantQuit: true},
-		{name: "cancel behind dead head", deadAt: "head"},
-		{name: "cancel ahead of dead entry", deadAt: "behind"},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			rdb := srv.Client(t)
-			ctx := ctxFor(t, 20*time.Second)
-			name := "fair-stale-" + string(rune('a'+i))
-			queue, deadlines := redisio.FairQueue(name), redisio.FairTimeouts(name)
-			// A crashed client's hold: the waiters estimate its 30 s TTL.
-			if err := rdb.HSet(ctx, name, "crashed-holder:1", 1).Err(); err != nil {
-				t.Fatal(err)
-			}
-			rdb.PExpire(ctx, name, 30*time.Second)
-
-			quitCtx, quit := context.WithCancel(ctx)
-			defer quit()
-			quitter := newClient(t, srv.Client(t)).FairLock(name)
-			quitDone := lockAsync(quitCtx, quitter)
-			within(t, 2*time.Second, "first waiter queued", func() bool { return queueLen(t, srv, name) == 1 })
-			quitOwner := fairQueue(t, rdb, name)[0]
-			next := newClient(t, srv.Client(t)).FairLock(name)
-			nextDone := lockAsync(ctx, next)
-			within(t, 2*time.Second, "second waiter queued", func() bool { return queueLen(t, srv, name) == 2 })
-			time.Sleep(300 * time.Millisecond) // subscribed, and its attempt on subscribing made
-
-			// The crashed client's queue entry, its deadline long past.
-			const dead = "crashed-waiter:1"
-			if err := rdb.ZAdd(ctx, deadlines, redis.Z{Score: float64(time.Now().Add(-time.Minute).UnixMilli()), Member: dead}).Err(); err != nil {
-				t.Fatal(err)
-			}
-			if tt.deadAt == "head" {
-				rdb.LPush(ctx, queue, dead)
-			} else {
-				rdb.LInsertAfter(ctx, queue, quitOwner, dead)
-			}
-
-			start := time.Now()
-			var woken <-chan error
-			if tt.force {
-				if ok, err := next.ForceUnlock(ctx); !ok || err != nil {
-					t.Fatalf("ForceUnlock = %v, %v", ok, err)
-				}
-				woken = quitDone
-			} else {
-				rdb.Del(ctx, name) // the crashed holder's lease runs out: no message
-				quit()
-				if err := waitErr(t, quitDone, 2*time.Second, "leaver"); err == nil {
-					t.Fatal("the leaver got the lock")
-				}
-				woken = nextDone
-			}
-			if err := waitErr(t, woken, 2*time.Second, "live waiter behind the dead entry"); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("live waiter woken %v after the release", time.Since(start))
-		})
-	}
-}
-
-// A queue entry without a deadline (left by another client, or a partial
-// state) at the tail of a fair queue must not make the next waiter's enqueue
-// fail: fair_lock once took the tail's deadline as its base and erred on the
-// missing score. The waiter must queue and get the lock once the entries
-// ahead are gone.
-func TestFairEnqueueBehindTailWithoutDeadline(t *testing.T) {
-	tests := []struct {
-		name    string
-		acquire func(ctx context.Context, l *lockactor.Lock) error
-	}{
-		{"Lock", func(ctx context.Context, l *lockactor.Lock) error { return l.Lock(ctx) }},
-		{"TryLock with wait", func(ctx context.Context, l *lockactor.Lock) error {
-			ok, err := l.TryLock(ctx, lockactor.WithWait(5*time.Second))
-			if err == nil && !ok {
-				t.Error("TryLock gave up")
-			}
-			return err
-		}},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			rdb := srv.Client(t)
-			ctx := ctxFor(t, 20*time.Second)
-			name := "fair-scoreless-" + string(rune('a'+i))
-			// A waiter about to be purged at the head, then one with no score.
-			rdb.RPush(ctx, redisio.FairQueue(name), "other-head:1", "scoreless:1")
-			rdb.ZAdd(ctx, redisio.FairTimeouts(name), redis.Z{Score: float64(time.Now().Add(500 * time.Millisecond).UnixMilli()), Member: "other-head:1"})
-
-			l := newClient(t, srv.Client(t)).FairLock(name)
-			start := time.Now()
-			if err := tt.acquire(ctx, l); err != nil {
-				t.Fatalf("acquire behind a tail without a deadline: %v", err)
-			}
-			t.Logf("acquired after %v", time.Since(start))
-			if err := l.Unlock(ctx); err != nil {
-				t.Fatal(err)
 			}
 		})
 	}

@@ -1,17 +1,14 @@
 package lockactor_test
 
 // Regression tests for findings of a review of the lock actors: each shows a
-// path that once dropped a waiter, left a ghost in a fair queue, kept a
-// coordinator alive, lost wake-ups, or spent one script per message.
+// path that once dropped a waiter, kept a coordinator alive, lost wake-ups,
+// or spent one script per message.
 
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
@@ -69,77 +66,6 @@ func TestGrantToWaiterThatLeftKeepsQueueServed(t *testing.T) {
 	}
 	if n, _ := w1.HoldCount(ctx); n != 0 {
 		t.Fatal("W1 holds the lock after giving up")
-	}
-}
-
-// fairQueue lists the owners queued in Redis for fair lock name.
-func fairQueue(t *testing.T, rdb *redis.Client, name string) []string {
-	t.Helper()
-	q, err := rdb.LRange(context.Background(), redisio.FairQueue(name), 0, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
-}
-
-// Every path on which the actor stops waiting for a fair-lock owner takes
-// that owner out of the Redis queue, or it stalls every client's queue until
-// its deadline (5 minutes by default).
-func TestForgottenFairWaitersAreCancelled(t *testing.T) {
-	tests := []struct {
-		name string
-		// forget makes the actor forget the queued waiter w (whose Lock
-		// runs under cancel) and reports what its Lock must return.
-		forget func(t *testing.T, c *lockactor.Client, hook *faultHook, admin *redis.Client, w *lockactor.Lock, cancel context.CancelFunc) error
-	}{
-		{"wake finds every call withdrawn", func(t *testing.T, c *lockactor.Client, hook *faultHook, admin *redis.Client, w *lockactor.Lock, cancel context.CancelFunc) error {
-			// The actor is busy with w's retry while news for w and w's
-			// withdrawal queue up behind it, news first.
-			hook.add(&faultRule{match: evalOf(scripts.Latched.FairLock.Hash()), times: 1, delay: 300 * time.Millisecond})
-			ch := redisio.FairChannel("fair-ghost", lockactor.OwnerOf(w))
-			admin.Publish(context.Background(), ch, "0")
-			time.Sleep(100 * time.Millisecond)
-			admin.Publish(context.Background(), ch, "0")
-			time.Sleep(20 * time.Millisecond)
-			cancel()
-			return context.Canceled
-		}},
-		{"retry fails", func(t *testing.T, c *lockactor.Client, hook *faultHook, admin *redis.Client, w *lockactor.Lock, cancel context.CancelFunc) error {
-			hook.add(&faultRule{match: evalOf(scripts.Latched.FairLock.Hash()), times: 1, refuse: true})
-			hook.add(&faultRule{match: evalOf(scripts.Resolve.Hash()), times: 1, refuse: true})
-			admin.Publish(context.Background(), redisio.FairChannel("fair-ghost", lockactor.OwnerOf(w)), "0")
-			return errInjected
-		}},
-		{"Close", func(t *testing.T, c *lockactor.Client, hook *faultHook, admin *redis.Client, w *lockactor.Lock, cancel context.CancelFunc) error {
-			_ = c.Close()
-			return lockactor.ErrClosed
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			admin := srv.Client(t)
-			ctx := ctxFor(t, 20*time.Second)
-			holder := newClient(t, srv.Client(t)).FairLock("fair-ghost")
-			if err := holder.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			rdb, hook := hooked(t, srv)
-			c := newClient(t, rdb)
-			w := c.FairLock("fair-ghost")
-			wctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			done := lockAsync(wctx, w)
-			owner := lockactor.OwnerOf(w)
-			within(t, 2*time.Second, "w queued", func() bool { return slices.Contains(fairQueue(t, admin, "fair-ghost"), owner) })
-			want := tc.forget(t, c, hook, admin, w, cancel)
-			if err := waitErr(t, done, 3*time.Second, "w's Lock"); !errors.Is(err, want) {
-				t.Fatalf("w's Lock = %v, want %v", err, want)
-			}
-			within(t, 2*time.Second, "w taken out of the Redis queue", func() bool {
-				return !slices.Contains(fairQueue(t, admin, "fair-ghost"), owner)
-			})
-		})
 	}
 }
 
