@@ -8,11 +8,11 @@ import (
 	"github.com/lockactor/lockactor"
 )
 
-// TestGroupErrorsMatchFromTheRootPackage: a member that fails inside a
+// TestNoQuorumErrorCarriesMemberErrors: a member that fails inside a
 // RedLock round reaches the caller as a *lockactor.MemberError inside an
 // ErrNoQuorum error, and a member whose Client was closed matches
 // lockactor.ErrClosed through it.
-func TestGroupErrorsMatchFromTheRootPackage(t *testing.T) {
+func TestNoQuorumErrorCarriesMemberErrors(t *testing.T) {
 	_, clients := redlockNodes(t, 3)
 	ctx := ctxFor(t, 20*time.Second)
 	rl, _ := redLockOn(clients, "rl-errors")
