@@ -2,7 +2,15 @@ package lockactor_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,7 +20,9 @@ import (
 )
 
 // The public API the package promises, signature by signature: this file
-// stops compiling if a listed name is renamed, dropped or changes shape.
+// stops compiling if a listed name is renamed, dropped or changes shape, or
+// if a type stops implementing Locker (which go doc does not show). The list
+// is not the whole API: TestAPISurface below checks every exported name.
 var (
 	_ func(redis.UniversalClient, ...lockactor.Option) (*lockactor.Client, error) = lockactor.New
 	_ func(*lockactor.Client) error                                               = (*lockactor.Client).Close
@@ -63,3 +73,93 @@ var (
 
 	_ = []error{lockactor.ErrNotHeld, lockactor.ErrClosed, lockactor.ErrInvalidArgument, lockactor.ErrNoQuorum, lockactor.ErrNotReplicated}
 )
+
+// apiGolden is the package's exported API as `go doc -all` prints it.
+const apiGolden = "testdata/api.golden"
+
+// apiUpdateEnv, set to 1, makes TestAPISurface rewrite apiGolden.
+const apiUpdateEnv = "LOCKACTOR_API_UPDATE"
+
+// TestAPISurface compares the package's exported API, as `go doc -all`
+// prints it (every exported name, with its signature and doc comment), with
+// testdata/api.golden, so that any change to the API, meant or not, fails
+// here until the golden file is regenerated and committed with it.
+// LOCKACTOR_API_UPDATE=1 regenerates it.
+func TestAPISurface(t *testing.T) {
+	t.Parallel()
+	// go test puts its own toolchain's bin first on PATH, so this is the
+	// go command that runs the test. The test runs in the package
+	// directory, the repository root.
+	cmd := exec.Command("go", "doc", "-all", ".")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go doc -all .: %v\n%s", err, stderr.String())
+	}
+	got := string(out)
+	const regen = "LOCKACTOR_API_UPDATE=1 go test -run TestAPISurface ."
+	if os.Getenv(apiUpdateEnv) == "1" {
+		if err := os.MkdirAll(filepath.Dir(apiGolden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(apiGolden, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d lines): review its diff and commit it", apiGolden, strings.Count(got, "\n"))
+		return
+	}
+	want, err := os.ReadFile(apiGolden)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s is missing; create it with\n\t%s", apiGolden, regen)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.ReplaceAll(string(want), "\r\n", "\n"); w != got {
+		t.Fatalf("the exported API (go doc -all .) differs from %s:\n%s\n"+
+			"If the change is meant (a doc comment edit counts, and so does a new Go\n"+
+			"release that prints go doc differently), regenerate the golden file with\n"+
+			"\t%s\nand commit it with the change.", apiGolden, lineDiff(w, got), regen)
+	}
+}
+
+// lineDiff lists the lines of want missing from got ("-") and the lines of
+// got missing from want ("+"), in order, aligned on a longest common
+// subsequence; each run of changes is headed by its line number in want.
+func lineDiff(want, got string) string {
+	a, b := strings.Split(want, "\n"), strings.Split(got, "\n")
+	// lcs[i][j] is the length of a longest common subsequence of a[i:] and b[j:].
+	lcs := make([][]int, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	inRun := false
+	for i, j := 0, 0; i < len(a) || j < len(b); {
+		if i < len(a) && j < len(b) && a[i] == b[j] {
+			i, j, inRun = i+1, j+1, false
+			continue
+		}
+		if !inRun {
+			fmt.Fprintf(&out, "@@ %s line %d\n", filepath.Base(apiGolden), i+1)
+			inRun = true
+		}
+		if i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]) {
+			fmt.Fprintf(&out, "-%s\n", a[i])
+			i++
+		} else {
+			fmt.Fprintf(&out, "+%s\n", b[j])
+			j++
+		}
+	}
+	return out.String()
+}

@@ -7,14 +7,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // queueLen is the length of a fair lock's Redis queue.
 func queueLen(t *testing.T, srv *redistest.Server, name string) int64 {
 	t.Helper()
 	return srv.Client(t).LLen(context.Background(), "redisson_lock_queue:{"+name+"}").Val()
+}
+
+// fairQueue lists the owners queued in Redis for fair lock name.
+func fairQueue(t *testing.T, rdb *redis.Client, name string) []string {
+	t.Helper()
+	q, err := rdb.LRange(context.Background(), redisio.FairQueue(name), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }
 
 func TestFairLockGrantsInRequestOrder(t *testing.T) {

@@ -12,7 +12,8 @@ import (
 )
 
 // Tests of fixed leases (WithLease): a grant is handed out only with time
-// left on it, and leases too short to be served are refused up front.
+// left on it, leases too short to be served are refused up front, and a
+// group's actors retire once its lease is over.
 
 // A release that hands the lock straight to a local waiter, whose reply
 // comes back after the waiter's lease has run out, must not hand that
@@ -118,5 +119,24 @@ func TestMultiLockRoundLongerThanLease(t *testing.T) {
 	}
 	if took < lease {
 		t.Fatalf("MultiLock.Lock returned after %v, within the lease: the busy member was not exercised", took)
+	}
+}
+
+// A MultiLock held with a fixed lease lets its coordinator (and its members'
+// actors) retire once the lease is over.
+func TestFixedLeaseGroupCoordinatorRetires(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t), lockactor.WithIdleActorTimeout(100*time.Millisecond))
+	ctx := ctxFor(t, 20*time.Second)
+	m := lockactor.NewMultiLock(c.Lock("g-a"), c.Lock("g-b"))
+	if err := m.Lock(ctx, lockactor.WithLease(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if n := lockactor.ActorCount(c); n < 3 {
+		t.Fatalf("%d actors while held, want 3 (coordinator and two members)", n)
+	}
+	within(t, 3*time.Second, "every actor retired after the lease", func() bool { return lockactor.ActorCount(c) == 0 })
+	if err := m.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("Unlock after the lease = %v, want ErrNotHeld", err)
 	}
 }

@@ -1,8 +1,9 @@
 package lockactor_test
 
-// Regression tests for waiters left asleep on a free lock, locks kept alive
-// after their owner let go, and a Close that could hang: each failed before
-// the lock actors were rebuilt around one reconcile step.
+// Liveness: no waiter is left asleep on a free lock or behind one that left,
+// no lock is kept alive after its owner let go, and Close does not hang.
+// Most of these failed before the lock actors were rebuilt around one
+// reconcile step.
 
 import (
 	"context"
@@ -23,6 +24,14 @@ import (
 func lockAsync(ctx context.Context, l lockactor.Locker) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- l.Lock(ctx) }()
+	return done
+}
+
+// lockAsyncWith runs l.Lock(ctx, opts...) in a goroutine and reports when it
+// returned.
+func lockAsyncWith(ctx context.Context, l lockactor.Locker, opts ...lockactor.LockOption) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- l.Lock(ctx, opts...) }()
 	return done
 }
 
@@ -317,5 +326,58 @@ func TestLateGrantIsNotHandedOut(t *testing.T) {
 	}
 	if n, _ := l.HoldCount(ctx); n != 1 {
 		t.Fatalf("HoldCount = %d, want 1: the late grant was not given back", n)
+	}
+}
+
+// A waiter whose grant arrives after it gave up must not take a queue slot
+// with it: the grant goes back and the waiters behind are served, in order,
+// each answered. (Once, the nested release this set off popped a waiter
+// without answering it, or panicked on an empty queue and answered the
+// release twice, blocking the actor.)
+func TestGrantToWaiterThatLeftKeepsQueueServed(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb, hook := hooked(t, srv)
+	c := newClient(t, rdb)
+	ctx := ctxFor(t, 30*time.Second)
+	holder := c.FencedLock("left") // fenced: no hand-off, grants go through the queue
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w1ctx, cancelW1 := context.WithCancel(ctx)
+	w1 := c.FencedLock("left")
+	w1Done := lockAsync(w1ctx, w1)
+	time.Sleep(100 * time.Millisecond)
+	w2 := c.FencedLock("left")
+	w2Done := lockAsync(ctx, w2)
+	time.Sleep(50 * time.Millisecond)
+	w3 := c.FencedLock("left")
+	w3Done := lockAsync(ctx, w3)
+	time.Sleep(100 * time.Millisecond)
+
+	hook.add(&faultRule{match: evalOf(scripts.Latched.FencedLock.Hash()), times: 1, delay: 150 * time.Millisecond})
+	go func() { time.Sleep(50 * time.Millisecond); cancelW1() }() // during W1's grant
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitErr(t, w1Done, 2*time.Second, "W1"); err == nil {
+		if err := w1.Unlock(ctx); err != nil { // it won the race: fine, let go
+			t.Fatal(err)
+		}
+	} else if !errors.Is(err, context.Canceled) {
+		t.Fatalf("W1 = %v", err)
+	}
+	if err := waitErr(t, w2Done, 3*time.Second, "W2"); err != nil {
+		t.Fatal(err)
+	}
+	uctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := w2.Unlock(uctx); err != nil {
+		t.Fatalf("W2's Unlock: %v (the actor is blocked?)", err)
+	}
+	if err := waitErr(t, w3Done, 3*time.Second, "W3"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := w1.HoldCount(ctx); n != 0 {
+		t.Fatal("W1 holds the lock after giving up")
 	}
 }

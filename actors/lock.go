@@ -371,12 +371,6 @@ func (a *lockActor) currentPhase() phase {
 
 func (a *lockActor) quiet() bool { return a.currentPhase() == idle }
 
-// emptied reports whether nothing is held, queued or owed: the release being
-// sent is the actor's last request for now.
-func (a *lockActor) emptied() bool {
-	return len(a.holds) == 0 && a.owed.len() == 0 && len(a.direct) == 0 && a.waiters.empty()
-}
-
 func (a *lockActor) tidy() {
 	a.holdBook.tidy()
 	if a.waiters.empty() {

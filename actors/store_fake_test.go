@@ -180,10 +180,7 @@ func (f *fakeStore) count() int {
 // The replies the scripts give, as go-redis returns them.
 var (
 	granted    = redisio.Reply{Err: redis.Nil} // lock.lua, fair_lock.lua: nil
-	notHeld    = redisio.Reply{Err: redis.Nil} // the unlock scripts: nil
-	stillHeld  = redisio.Reply{Val: int64(0)}
 	released   = redisio.Reply{Val: int64(1)}
-	left       = redisio.Reply{Val: int64(2)}
 	handedOver = redisio.Reply{Val: int64(3)}
 	semOK      = redisio.Reply{Val: int64(1)} // semaphore_acquire.lua granted; semaphore_release.lua done
 	semNo      = redisio.Reply{Val: int64(0)}

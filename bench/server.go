@@ -229,11 +229,3 @@ func openClient(addr string, poolSize int) (*redis.Client, *tripHook) {
 	rdb.AddHook(h)
 	return rdb, h
 }
-
-// must ends the program on an error the run cannot go on without.
-func must(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
-}

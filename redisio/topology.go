@@ -47,7 +47,6 @@ type Topology struct {
 	mu      sync.Mutex
 	probing chan struct{}         // closed when the running probe has an answer or gave up; nil: none runs
 	gaveUp  time.Time             // when the last probe ended without an answer
-	spub    map[string]bool       // by master address: whether it knows SPUBLISH
 	nodes   map[string]*nodeFacts // by master address; "" for a non-Cluster client
 }
 

@@ -88,7 +88,7 @@ func (d *fencedDemo) run(ctx context.Context, e *env) error {
 	e.logf("fenced: lease %v, against %s", d.lease, e.backendDesc())
 
 	if ok, err := a.TryLock(ctx, lockactor.WithLease(d.lease)); err != nil || !ok {
-		return fmt.Errorf("A's TryLock = %v, %v", ok, err)
+		return fmt.Errorf("instance A's TryLock = %v, %v", ok, err)
 	}
 	res.TokenA = a.Token()
 	e.eventf("A: TryLock(lease %v) -> acquired, token %d", d.lease, res.TokenA)
@@ -144,12 +144,12 @@ func (d *fencedDemo) second(ctx context.Context, e *env, b *lockactor.Lock, stor
 	wctx, cancel := context.WithTimeout(ctx, d.lease+10*time.Second)
 	defer cancel()
 	if err := b.Lock(wctx); err != nil {
-		return fmt.Errorf("B's Lock: %w", err)
+		return fmt.Errorf("instance B's Lock: %w", err)
 	}
 	res.TokenB = b.Token()
 	e.eventf("B: Lock -> acquired after %v (A's lease ran out), token %d", time.Since(asked).Round(time.Millisecond), res.TokenB)
 	if err := store.write(res.TokenB, "B's write"); err != nil {
-		return fmt.Errorf("B's write: %w", err)
+		return fmt.Errorf("instance B's write: %w", err)
 	}
 	e.eventf("B: write(token %d, \"B's write\") -> accepted", res.TokenB)
 	return nil

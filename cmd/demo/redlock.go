@@ -180,7 +180,7 @@ func (d *redlockDemo) attempt(ctx context.Context, e *env, nodes []*node, rl *lo
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
 	if err := rl.Unlock(uctx); err != nil {
-		return st, fmt.Errorf("Unlock: %w", err)
+		return st, fmt.Errorf("the RedLock's Unlock: %w", err)
 	}
 	e.eventf("Unlock -> ok")
 	return st, nil
