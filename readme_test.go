@@ -12,7 +12,10 @@ package lockactor_test
 //   - that Example has an "// Output:" comment, so that go test runs it;
 //   - an Example with a "// Shown from here." line is shown in at least one
 //     of the files;
-//   - every Go block names an Example.
+//   - README.md has exactly one ```go block that starts with "package main":
+//     a whole program, followed by a plain ``` block holding what it prints.
+//     TestReadmeProgramRuns (readme_program_test.go) runs it. No other file
+//     has such a block, and every other Go block names an Example.
 //
 // Other fenced blocks (```sh, plain ```) are not Go and are not checked.
 //
@@ -39,6 +42,8 @@ import (
 const (
 	exampleTag    = "// example: " // the first line of a Go block that shows an Example
 	exampleMarker = "// Shown from here."
+	programStart  = "package main" // the first line of README.md's whole program
+	programDoc    = "README.md"    // the one file with a whole program
 	docsUpdateEnv = "LOCKACTOR_README_UPDATE"
 )
 
@@ -66,12 +71,13 @@ type fencedBlock struct {
 	end   int // index of the closing fence
 }
 
-// goBlock is a fenced Go block: one that shows an Example (tag set), or a
-// block that names none (a mistake).
+// goBlock is a fenced Go block: one that shows an Example (tag set), the
+// whole program (program set), or a block that is neither (a mistake).
 type goBlock struct {
 	fencedBlock
-	tag   string   // the Example it names; "" when its first line names none
-	lines []string // after the tag line, trimmed (trimBlank)
+	tag     string   // the Example it names; "" when its first line names none
+	program bool     // its first line is programStart
+	lines   []string // after the tag line, trimmed (trimBlank)
 }
 
 // docFiles lists the checked Markdown files: README.md, CONTRIBUTING.md and
@@ -153,6 +159,7 @@ func TestDocsDriftIsCaught(t *testing.T) {
 		return goBlock{}
 	}
 	readme, metrics := first("README.md"), first("docs/METRICS.md")
+	program := "```go\npackage main\n\nfunc main() {}\n```\n\n```\n\n```\n"
 
 	cases := []struct {
 		what string
@@ -177,6 +184,12 @@ func TestDocsDriftIsCaught(t *testing.T) {
 		{"an Example shown nowhere", "", func(ls []string) []string {
 			return withoutBlocks(ls, metrics.tag)
 		}, []string{metrics.tag, "shown nowhere"}},
+		{"a program outside README.md", "docs/USAGE.md", func(ls []string) []string {
+			return append(ls, strings.Split(program, "\n")...)
+		}, []string{"docs/USAGE.md", programStart}},
+		{"a second program in README.md", "README.md", func(ls []string) []string {
+			return append(ls, strings.Split(program, "\n")...)
+		}, []string{"README.md", "2 Go blocks"}},
 	}
 	for _, c := range cases {
 		t.Run(c.what, func(t *testing.T) {
@@ -223,13 +236,23 @@ func docsDrift(docs []markdownDoc, examples map[string]shownExample) []string {
 	var problems []string
 	shown := map[string]bool{}
 	for _, d := range docs {
+		programs := 0
 		for _, b := range goBlocks(d.text) {
-			if b.tag == "" {
+			switch {
+			case b.program:
+				programs++
+				if d.path != programDoc {
+					problems = append(problems, fmt.Sprintf("%s:%d: a Go block starts with %q, but only %s has a whole program (the rest show Examples)", d.path, b.line, programStart, programDoc))
+				}
+			case b.tag == "":
 				problems = append(problems, fmt.Sprintf("%s:%d: this Go block names no Example: its first line must be %q followed by the name of an Example function", d.path, b.line, exampleTag))
-				continue
+			default:
+				shown[b.tag] = true
+				problems = append(problems, exampleDrift(d.path, b, examples)...)
 			}
-			shown[b.tag] = true
-			problems = append(problems, exampleDrift(d.path, b, examples)...)
+		}
+		if d.path == programDoc && programs != 1 {
+			problems = append(problems, fmt.Sprintf("%s: %d Go blocks start with %q; want exactly one, the program TestReadmeProgramRuns runs", d.path, programs, programStart))
 		}
 	}
 	var names []string
@@ -311,10 +334,12 @@ func goBlocks(text string) []goBlock {
 		b := goBlock{fencedBlock: f}
 		body := f.body
 		if len(body) > 0 {
-			if name, ok := strings.CutPrefix(strings.TrimSpace(body[0]), exampleTag); ok {
+			first := strings.TrimSpace(body[0])
+			if name, ok := strings.CutPrefix(first, exampleTag); ok {
 				b.tag = strings.TrimSpace(name)
 				body = body[1:]
 			}
+			b.program = first == programStart
 		}
 		b.lines = trimBlank(body)
 		blocks = append(blocks, b)
