@@ -22,7 +22,7 @@ func ExampleWithMeterProvider() {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	reader := sdkmetric.NewManualReader() // the service's exporter, in real life
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	client, err := lockactor.New(rdb, lockactor.WithMeterProvider(mp))

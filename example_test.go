@@ -16,12 +16,12 @@ import (
 // The examples run on an in-process miniredis so that they are
 // self-contained; point redis.Options.Addr at a real server in production.
 //
-// README.md shows the body of most of them: each Go block in the README
-// names its example on its first line, and shows the example's body from
-// the line "// README from here." (or from the top when there is none) up
-// to its "// Output:" comment. The lines above the marker only build what a
-// real program already has (a Redis, a Client, a ctx). readme_test.go fails
-// when the two differ.
+// docs/USAGE.md and docs/DEPLOYMENT.md show the body of most of them: each
+// Go block there names its example on its first line, and shows the
+// example's body from the line "// Shown from here." (or from the top when
+// there is none) up to its "// Output:" comment. The lines above the marker
+// only build what a real program already has (a Redis, a Client, a ctx).
+// readme_test.go fails when the two differ.
 
 // newExampleRedis starts an in-process Redis and returns its address.
 func newExampleRedis() (addr string, stop func()) {
@@ -49,7 +49,7 @@ func newExampleClient(opts ...lockactor.Option) (*lockactor.Client, func()) {
 func Example() {
 	addr, stop := newExampleRedis()
 	defer stop()
-	// README from here.
+	// Shown from here.
 	rdb := redis.NewClient(&redis.Options{Addr: addr}) // your Redis, e.g. "localhost:6379"
 	defer rdb.Close()
 	client, err := lockactor.New(rdb) // one per process; it shares rdb and never closes it
@@ -72,7 +72,7 @@ func ExampleLock_TryLock() {
 	client, stop := newExampleClient()
 	defer stop()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	first, second := client.Lock("report"), client.Lock("report")
 	ok, _ := first.TryLock(ctx, lockactor.WithLease(10*time.Second)) // one attempt; a fixed lease, no watchdog
 	fmt.Println("first:", ok)
@@ -94,7 +94,7 @@ func ExampleLock_Unlock_notHeld() {
 	client, stop := newExampleClient()
 	defer stop()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	mine, theirs := client.Lock("invoice:42"), client.Lock("invoice:42")
 	_ = theirs.Lock(ctx)
 	if err := mine.Unlock(ctx); errors.Is(err, lockactor.ErrNotHeld) { // mine never held it
@@ -111,7 +111,7 @@ func ExampleLock_Lost() {
 	client, stop := newExampleClient(lockactor.WithWatchdogTimeout(300 * time.Millisecond))
 	defer stop()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	lock := client.Lock("nightly-report")
 	if err := lock.Lock(ctx); err != nil {
 		log.Fatal(err)
@@ -139,7 +139,7 @@ func ExampleClient_FencedLock() {
 	client, stop := newExampleClient()
 	defer stop()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	highest := uint64(0) // kept by the storage service
 	write := func(token uint64) error {
 		if token < highest {
@@ -166,7 +166,7 @@ func ExampleClient_ReadWriteLock() {
 	client, stop := newExampleClient()
 	defer stop()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	r1, r2 := client.ReadWriteLock("catalog"), client.ReadWriteLock("catalog") // one per owner
 	w := client.ReadWriteLock("catalog")
 	_ = r1.ReadLock().Lock(ctx)
@@ -187,7 +187,7 @@ func ExampleClient_Semaphore() {
 	client, stop := newExampleClient()
 	defer stop()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	pool := client.Semaphore("db-connections")
 	_, _ = pool.TrySetPermits(ctx, 2) // only the first client to ask sets it
 	_ = pool.Acquire(ctx, 2)
@@ -205,7 +205,7 @@ func ExampleClient_FairLock() {
 	client, stop := newExampleClient()
 	defer stop()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	holder := client.FairLock("printer")
 	_ = holder.Lock(ctx)
 	order := make(chan string, 2)
@@ -228,7 +228,7 @@ func ExampleNewMultiLock() {
 	client, stop := newExampleClient()
 	defer stop()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	transfer := lockactor.NewMultiLock(client.Lock("account:1"), client.Lock("account:2"))
 	if err := transfer.Lock(ctx); err != nil {
 		log.Fatal(err)
@@ -254,7 +254,7 @@ func ExampleNewRedLock() {
 	c3, stop3 := newExampleClient()
 	defer stop3()
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	job := lockactor.NewRedLock(c1.Lock("job"), c2.Lock("job"), c3.Lock("job"))
 	if err := job.Lock(ctx); err != nil { // ErrNoQuorum without a majority
 		log.Fatal(err)
@@ -267,7 +267,7 @@ func ExampleNewRedLock() {
 // On Sentinel, pass go-redis's FailoverClient: holds and waiters follow the
 // master. New sends nothing to Redis, so this example runs without servers.
 func ExampleNew_sentinel() {
-	// README from here.
+	// Shown from here.
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    "locks",
 		SentinelAddrs: []string{"sentinel-1:26379", "sentinel-2:26379", "sentinel-3:26379"},
@@ -289,7 +289,7 @@ func ExampleNew_cluster() {
 	defer stop()
 	seeds := []string{addr}
 	ctx := context.Background()
-	// README from here.
+	// Shown from here.
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds})
 	defer rdb.Close()
 	client, err := lockactor.New(rdb) // releases go out on SPUBLISH when every master has it

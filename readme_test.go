@@ -1,161 +1,257 @@
 package lockactor_test
 
-// README.md's Go snippets are the bodies of the package's Examples, so that
-// each one compiles and runs (with its // Output: checked) in go test. This
-// file keeps the two in step:
+// The Go code in README.md, CONTRIBUTING.md and docs/*.md is checked by go
+// test, so that what a reader copies compiles and does what the page says.
+// This file keeps the pages and the code in step:
 //
-//   - every ```go block in README.md starts with the line
-//     "// example: ExampleName", naming an Example function in a *_test.go
-//     file of this directory;
-//   - the rest of the block is that function's body, de-indented one tab,
-//     from the line after "// README from here." (or from the top when the
-//     body has no such line) up to its "// Output:" comment;
-//   - the Example has an "// Output:" comment, so that go test runs it;
-//   - an Example with a "// README from here." line is shown in README.md.
+//   - a ```go block whose first line is "// example: ExampleName" shows an
+//     Example function of a *_test.go file of this directory: its body,
+//     de-indented one tab, from the line after "// Shown from here." (or
+//     from the top when the body has no such line) up to its "// Output:"
+//     comment;
+//   - that Example has an "// Output:" comment, so that go test runs it;
+//   - an Example with a "// Shown from here." line is shown in at least one
+//     of the files;
+//   - README.md has exactly one ```go block that starts with "package main":
+//     a whole program, followed by a plain ``` block holding what it prints.
+//     TestReadmeProgramRuns (readme_program_test.go) runs it. No other file
+//     has such a block, and every other Go block names an Example.
 //
 // Other fenced blocks (```sh, plain ```) are not Go and are not checked.
 //
-// After changing an Example, or to fill a new README block that holds only
-// its "// example: ExampleName" line, copy the bodies into README.md with
+// After changing an Example, or to fill a new block that holds only its
+// "// example: ExampleName" line, copy the bodies into the Markdown files
+// with
 //
-//	LOCKACTOR_README_UPDATE=1 go test -run TestReadmeMatchesExamples .
+//	LOCKACTOR_README_UPDATE=1 go test -run TestDocsMatchExamples .
 
 import (
 	"bytes"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
 )
 
 const (
-	readmeTag    = "// example: " // the first line of a README Go block
-	readmeMarker = "// README from here."
-	readmeUpdate = "LOCKACTOR_README_UPDATE"
+	exampleTag    = "// example: " // the first line of a Go block that shows an Example
+	exampleMarker = "// Shown from here."
+	programStart  = "package main" // the first line of README.md's whole program
+	programDoc    = "README.md"    // the one file with a whole program
+	docsUpdateEnv = "LOCKACTOR_README_UPDATE"
 )
 
-// readmeExample is the part of an Example function that README.md shows.
-type readmeExample struct {
+// markdownDoc is one checked Markdown file.
+type markdownDoc struct {
+	path string // relative to the repository root, e.g. "docs/METRICS.md"
+	text string
+}
+
+// shownExample is the part of an Example function that the docs show.
+type shownExample struct {
 	name      string
 	file      string
 	lines     []string // the body from the marker to the Output comment, de-indented
 	hasOutput bool     // go test runs it and checks its output
-	marked    bool     // the body has a readmeMarker line
+	marked    bool     // the body has an exampleMarker line
 }
 
-// readmeBlock is one fenced ```go block of README.md.
-type readmeBlock struct {
+// fencedBlock is one fenced code block of a Markdown file.
+type fencedBlock struct {
 	line  int    // of the opening fence, 1-based
-	tag   string // the Example it names; "" when its first line names none
-	lines []string
-	start int // index in the README's lines of the block's first content line
+	lang  string // the info string's first word: "go", "sh", "" ...
+	body  []string
+	start int // index in the file's lines of the block's first content line
 	end   int // index of the closing fence
 }
 
-// loadReadme reads README.md and the package's Examples.
-func loadReadme(t *testing.T) ([]byte, map[string]readmeExample) {
-	t.Helper()
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples, err := readmeExamples(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return readme, examples
+// goBlock is a fenced Go block: one that shows an Example (tag set), the
+// whole program (program set), or a block that is neither (a mistake).
+type goBlock struct {
+	fencedBlock
+	tag     string   // the Example it names; "" when its first line names none
+	program bool     // its first line is programStart
+	lines   []string // after the tag line, trimmed (trimBlank)
 }
 
-func TestReadmeMatchesExamples(t *testing.T) {
-	readme, examples := loadReadme(t)
-	if os.Getenv(readmeUpdate) == "1" {
-		updated := readmeWithExamples(string(readme), examples)
-		if updated != string(readme) {
-			if err := os.WriteFile("README.md", []byte(updated), 0o644); err != nil {
+// docFiles lists the checked Markdown files: README.md, CONTRIBUTING.md and
+// docs/*.md.
+func docFiles() ([]string, error) {
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(docs)
+	return append([]string{"README.md", "CONTRIBUTING.md"}, docs...), nil
+}
+
+// loadDocs reads the checked Markdown files and the package's Examples.
+func loadDocs(t *testing.T) ([]markdownDoc, map[string]shownExample) {
+	t.Helper()
+	paths, err := docFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []markdownDoc
+	for _, p := range paths {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, markdownDoc{path: filepath.ToSlash(p), text: string(text)})
+	}
+	examples, err := exampleFuncs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs, examples
+}
+
+// TestDocsMatchExamples fails when a Go block of README.md, CONTRIBUTING.md
+// or docs/*.md and the Example it names differ (see the top of this file);
+// with LOCKACTOR_README_UPDATE=1 it first copies the Examples into the pages.
+func TestDocsMatchExamples(t *testing.T) {
+	docs, examples := loadDocs(t)
+	if os.Getenv(docsUpdateEnv) == "1" {
+		for i, d := range docs {
+			updated := withExamples(d.text, examples)
+			if updated == d.text {
+				continue
+			}
+			if err := os.WriteFile(d.path, []byte(updated), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			t.Log("README.md: Go blocks copied from their Examples")
+			t.Logf("%s: Go blocks copied from their Examples", d.path)
+			docs[i].text = updated
 		}
-		readme = []byte(updated)
 	}
-	for _, p := range readmeDrift(string(readme), examples) {
+	for _, p := range docsDrift(docs, examples) {
 		t.Error(p)
 	}
 	if t.Failed() {
-		t.Logf("fix the README or the Example; or, if the Example is right, run\n\t%s=1 go test -run TestReadmeMatchesExamples .", readmeUpdate)
+		t.Logf("fix the page or the Example; or, if the Example is right, run\n\t%s=1 go test -run TestDocsMatchExamples .", docsUpdateEnv)
 	}
 }
 
-// TestReadmeDriftIsCaught checks the checker: each kind of drift in a copy of
-// README.md is reported, naming the Example or the line.
-func TestReadmeDriftIsCaught(t *testing.T) {
-	readme, examples := loadReadme(t)
-	text := string(readme)
-	blocks := readmeGoBlocks(text)
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no Go blocks")
+// TestDocsDriftIsCaught checks the checker: each kind of drift, made in a
+// copy of the docs, is reported, naming the Example, the file or the line.
+func TestDocsDriftIsCaught(t *testing.T) {
+	docs, examples := loadDocs(t)
+	if got := docsDrift(docs, examples); len(got) != 0 {
+		t.Fatalf("the real docs drift: %v", got)
 	}
-	b := blocks[0]
-	lines := strings.Split(text, "\n")
-	edit := func(f func(ls []string) []string) string {
-		return strings.Join(f(append([]string(nil), lines...)), "\n")
+	// first returns the first block of path that shows an Example.
+	first := func(path string) goBlock {
+		for _, d := range docs {
+			if d.path != path {
+				continue
+			}
+			for _, b := range goBlocks(d.text) {
+				if b.tag != "" {
+					return b
+				}
+			}
+		}
+		t.Fatalf("%s has no Go block that shows an Example", path)
+		return goBlock{}
 	}
+	readme, metrics := first("README.md"), first("docs/METRICS.md")
+	program := "```go\npackage main\n\nfunc main() {}\n```\n\n```\n\n```\n"
+
 	cases := []struct {
-		what, readme, want string
+		what string
+		path string                        // the file edited; "" for every file
+		edit func(lines []string) []string // on a copy of its lines
+		want []string                      // what the report must name
 	}{
-		{"a line changed", edit(func(ls []string) []string {
-			ls[b.start+1] += " // edited"
+		{"a line changed", "README.md", func(ls []string) []string {
+			ls[readme.start+1] += " // edited"
 			return ls
-		}), b.tag},
-		{"a line added", edit(func(ls []string) []string {
-			return append(ls[:b.end], append([]string{"extra()"}, ls[b.end:]...)...)
-		}), b.tag},
-		{"an unknown Example", edit(func(ls []string) []string {
-			ls[b.start] = readmeTag + "ExampleNoSuchThing"
+		}, []string{"README.md", readme.tag}},
+		{"a line added", "docs/METRICS.md", func(ls []string) []string {
+			return insert(ls, metrics.end, "extra()")
+		}, []string{"docs/METRICS.md", metrics.tag}},
+		{"an unknown Example", "docs/METRICS.md", func(ls []string) []string {
+			ls[metrics.start] = exampleTag + "ExampleNoSuchThing"
 			return ls
-		}), "ExampleNoSuchThing"},
-		{"a Go block without a tag", text + "\n```go\nfmt.Println(1)\n```\n", "names no Example"},
-		{"an Example missing from the README", edit(func(ls []string) []string {
-			return append(ls[:b.line-1], ls[b.end+1:]...)
-		}), b.tag},
-	}
-	if got := readmeDrift(text, examples); len(got) != 0 {
-		t.Fatalf("the real README drifts: %v", got)
+		}, []string{"docs/METRICS.md", "ExampleNoSuchThing"}},
+		{"a Go block without a tag", "CONTRIBUTING.md", func(ls []string) []string {
+			return append(ls, "```go", "fmt.Println(1)", "```")
+		}, []string{"CONTRIBUTING.md", "names no Example"}},
+		{"an Example shown nowhere", "", func(ls []string) []string {
+			return withoutBlocks(ls, metrics.tag)
+		}, []string{metrics.tag, "shown nowhere"}},
+		{"a program outside README.md", "docs/USAGE.md", func(ls []string) []string {
+			return append(ls, strings.Split(program, "\n")...)
+		}, []string{"docs/USAGE.md", programStart}},
+		{"a second program in README.md", "README.md", func(ls []string) []string {
+			return append(ls, strings.Split(program, "\n")...)
+		}, []string{"README.md", "2 Go blocks"}},
 	}
 	for _, c := range cases {
-		got := readmeDrift(c.readme, examples)
-		if len(got) == 0 || !strings.Contains(strings.Join(got, "\n"), c.want) {
-			t.Errorf("%s: reported %q, want a problem naming %q", c.what, got, c.want)
-		}
+		t.Run(c.what, func(t *testing.T) {
+			edited := append([]markdownDoc(nil), docs...)
+			found := false
+			for i, d := range edited {
+				if c.path == "" || d.path == c.path {
+					lines := append([]string(nil), strings.Split(d.text, "\n")...)
+					edited[i].text = strings.Join(c.edit(lines), "\n")
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("%s is not among the checked files", c.path)
+			}
+			got := strings.Join(docsDrift(edited, examples), "\n")
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("reported %q, want a problem naming %q", got, w)
+				}
+			}
+		})
 	}
 }
 
-// readmeDrift lists every way README.md and the Examples disagree.
-func readmeDrift(readme string, examples map[string]readmeExample) []string {
+// withoutBlocks returns lines without the Go blocks that name tag.
+func withoutBlocks(lines []string, tag string) []string {
+	blocks := goBlocks(strings.Join(lines, "\n"))
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if b := blocks[i]; b.tag == tag {
+			lines = append(lines[:b.line-1], lines[b.end+1:]...)
+		}
+	}
+	return lines
+}
+
+// insert returns lines with l inserted before index i.
+func insert(lines []string, i int, l string) []string {
+	return append(lines[:i], append([]string{l}, lines[i:]...)...)
+}
+
+// docsDrift lists every way the docs and the Examples disagree.
+func docsDrift(docs []markdownDoc, examples map[string]shownExample) []string {
 	var problems []string
 	shown := map[string]bool{}
-	for _, b := range readmeGoBlocks(readme) {
-		if b.tag == "" {
-			problems = append(problems, fmt.Sprintf("README.md:%d: this Go block names no Example: its first line must be %q followed by the name of an Example function", b.line, readmeTag))
-			continue
+	for _, d := range docs {
+		programs := 0
+		for _, b := range goBlocks(d.text) {
+			switch {
+			case b.program:
+				programs++
+				if d.path != programDoc {
+					problems = append(problems, fmt.Sprintf("%s:%d: a Go block starts with %q, but only %s has a whole program (the rest show Examples)", d.path, b.line, programStart, programDoc))
+				}
+			case b.tag == "":
+				problems = append(problems, fmt.Sprintf("%s:%d: this Go block names no Example: its first line must be %q followed by the name of an Example function", d.path, b.line, exampleTag))
+			default:
+				shown[b.tag] = true
+				problems = append(problems, exampleDrift(d.path, b, examples)...)
+			}
 		}
-		shown[b.tag] = true
-		ex, ok := examples[b.tag]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("README.md:%d: the Go block shows %s, which no *_test.go file here defines", b.line, b.tag))
-			continue
-		}
-		if !ex.hasOutput {
-			problems = append(problems, fmt.Sprintf("%s: %s has no // Output: comment, so go test does not run the README's block at line %d", ex.file, b.tag, b.line))
-		}
-		if d := firstDifference(b.lines, ex.lines); d != "" {
-			problems = append(problems, fmt.Sprintf("README.md:%d: the Go block differs from %s in %s: %s", b.line, b.tag, ex.file, d))
+		if d.path == programDoc && programs != 1 {
+			problems = append(problems, fmt.Sprintf("%s: %d Go blocks start with %q; want exactly one, the program TestReadmeProgramRuns runs", d.path, programs, programStart))
 		}
 	}
 	var names []string
@@ -166,153 +262,58 @@ func readmeDrift(readme string, examples map[string]readmeExample) []string {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		problems = append(problems, fmt.Sprintf("%s: %s has a %q line but no README.md Go block shows it", examples[name].file, name, readmeMarker))
+		problems = append(problems, fmt.Sprintf("%s: %s has a %q line but is shown nowhere: no Go block of README.md, CONTRIBUTING.md or docs/*.md names it", examples[name].file, name, exampleMarker))
+	}
+	return problems
+}
+
+// exampleDrift lists the ways block b of the file at path differs from the
+// Example it names.
+func exampleDrift(path string, b goBlock, examples map[string]shownExample) []string {
+	ex, ok := examples[b.tag]
+	if !ok {
+		return []string{fmt.Sprintf("%s:%d: the Go block shows %s, which no *_test.go file here defines", path, b.line, b.tag)}
+	}
+	var problems []string
+	if !ex.hasOutput {
+		problems = append(problems, fmt.Sprintf("%s: %s has no // Output: comment, so go test does not run the block at %s:%d", ex.file, b.tag, path, b.line))
+	}
+	if d := firstDifference(b.lines, ex.lines); d != "" {
+		problems = append(problems, fmt.Sprintf("%s:%d: the Go block differs from %s in %s: %s", path, b.line, b.tag, ex.file, d))
 	}
 	return problems
 }
 
 // firstDifference describes where two snippets first differ; "" when equal.
-func firstDifference(readme, example []string) string {
-	for i := 0; i < max(len(readme), len(example)); i++ {
+func firstDifference(doc, example []string) string {
+	for i := 0; i < max(len(doc), len(example)); i++ {
 		switch {
-		case i >= len(readme):
-			return fmt.Sprintf("the README block ends at its line %d; the Example goes on with %q", i+1, example[i])
+		case i >= len(doc):
+			return fmt.Sprintf("the block ends at its line %d; the Example goes on with %q", i+1, example[i])
 		case i >= len(example):
-			return fmt.Sprintf("the Example ends before the README block's line %d, %q", i+1, readme[i])
-		case readme[i] != example[i]:
-			return fmt.Sprintf("line %d of the block:\n\tREADME:  %q\n\tExample: %q", i+1, readme[i], example[i])
+			return fmt.Sprintf("the Example ends before the block's line %d, %q", i+1, doc[i])
+		case doc[i] != example[i]:
+			return fmt.Sprintf("line %d of the block:\n\tdoc:     %q\n\tExample: %q", i+1, doc[i], example[i])
 		}
 	}
 	return ""
 }
 
-var fenceRE = regexp.MustCompile("^(```+|~~~+)[ \t]*([^ \t`]*)")
-
-// readmeGoBlocks returns README.md's fenced Go blocks. The lines of each
-// are those after the tag line, with trailing spaces and leading and
-// trailing blank lines dropped.
-func readmeGoBlocks(readme string) []readmeBlock {
-	var blocks []readmeBlock
-	lines := strings.Split(readme, "\n")
-	for i := 0; i < len(lines); i++ {
-		m := fenceRE.FindStringSubmatch(lines[i])
-		if m == nil {
-			continue
-		}
-		fence, lang := m[1], m[2]
-		end := i + 1
-		for end < len(lines) && !isClosingFence(lines[end], fence) {
-			end++
-		}
-		if lang == "go" || lang == "golang" {
-			b := readmeBlock{line: i + 1, start: i + 1, end: end}
-			body := lines[i+1 : end]
-			if len(body) > 0 {
-				if name, ok := strings.CutPrefix(strings.TrimSpace(body[0]), readmeTag); ok {
-					b.tag = strings.TrimSpace(name)
-					body = body[1:]
-				}
-			}
-			b.lines = trimBlank(body)
-			blocks = append(blocks, b)
-		}
-		i = end
-	}
-	return blocks
-}
-
-func isClosingFence(line, fence string) bool {
-	t := strings.TrimRight(line, " \t")
-	return strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == ""
-}
-
-// trimBlank drops trailing spaces from each line and blank lines at both ends.
-func trimBlank(lines []string) []string {
-	out := make([]string, len(lines))
-	for i, l := range lines {
-		out[i] = strings.TrimRight(l, " \t\r")
-	}
-	for len(out) > 0 && out[0] == "" {
-		out = out[1:]
-	}
-	for len(out) > 0 && out[len(out)-1] == "" {
-		out = out[:len(out)-1]
-	}
-	return out
-}
-
-var outputRE = regexp.MustCompile(`(?i)^[[:space:]]*(unordered )?output:`)
-
-// readmeExamples reads every Example function of the *_test.go files in dir.
-func readmeExamples(dir string) (map[string]readmeExample, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
-	if err != nil {
-		return nil, err
-	}
-	examples := map[string]readmeExample{}
-	fset := token.NewFileSet()
-	for _, path := range files {
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv != nil || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "Example") {
-				continue
-			}
-			ex := exampleBody(fset, src, f, fn)
-			ex.file = filepath.Base(path)
-			examples[ex.name] = ex
-		}
-	}
-	return examples, nil
-}
-
-// exampleBody cuts the README's part out of fn's source.
-func exampleBody(fset *token.FileSet, src []byte, f *ast.File, fn *ast.FuncDecl) readmeExample {
-	ex := readmeExample{name: fn.Name.Name}
-	from := fset.Position(fn.Body.Lbrace).Offset + 1
-	to := fset.Position(fn.Body.Rbrace).Offset
-	for _, cg := range f.Comments {
-		if cg.Pos() > fn.Body.Lbrace && cg.End() < fn.Body.Rbrace && outputRE.MatchString(cg.Text()) {
-			ex.hasOutput = true
-			to = fset.Position(cg.Pos()).Offset
-			break
-		}
-	}
-	var lines []string
-	for _, l := range strings.Split(string(src[from:to]), "\n") {
-		l = strings.TrimPrefix(l, "\t")
-		if strings.TrimSpace(l) == readmeMarker {
-			lines, ex.marked = nil, true
-			continue
-		}
-		lines = append(lines, l)
-	}
-	ex.lines = trimBlank(lines)
-	return ex
-}
-
-// readmeWithExamples rewrites each tagged Go block of readme with the body of
-// the Example it names.
-func readmeWithExamples(readme string, examples map[string]readmeExample) string {
-	lines := strings.Split(readme, "\n")
+// withExamples rewrites each Go block of text that names an Example with
+// that Example's body.
+func withExamples(text string, examples map[string]shownExample) string {
+	lines := strings.Split(text, "\n")
 	var out bytes.Buffer
 	next := 0
-	for _, b := range readmeGoBlocks(readme) {
+	for _, b := range goBlocks(text) {
 		ex, ok := examples[b.tag]
-		if !ok {
-			continue // readmeDrift reports it
+		if b.tag == "" || !ok {
+			continue // docsDrift reports it
 		}
 		for _, l := range lines[next:b.start] {
 			out.WriteString(l + "\n")
 		}
-		out.WriteString(readmeTag + b.tag + "\n")
+		out.WriteString(exampleTag + b.tag + "\n")
 		for _, l := range ex.lines {
 			out.WriteString(l + "\n")
 		}
