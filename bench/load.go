@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockactor/lockactor/internal/syncx"
 	"github.com/lockactor/lockactor/internal/tripcount"
 )
 
@@ -118,11 +119,7 @@ func runLoad(spec loadSpec, l lib, hook *tripcount.Hook, in *inside) loadResult 
 	trips0, cpu0 := hook.RoundTrips(), processCPU()
 	close(gate)
 
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Until(end.Add(hardLimit))):
+	if !syncx.WaitUntil(&wg, end.Add(hardLimit)) {
 		mu.Lock()
 		res.Stuck = running.Load()
 		mu.Unlock()

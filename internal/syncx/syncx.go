@@ -1,6 +1,6 @@
-// Package syncx holds helpers for package sync that both the actors and
-// redisio packages need. It lives apart from redisio because waiting on a
-// WaitGroup has nothing to do with Redis I/O.
+// Package syncx holds helpers for package sync shared by the actors and
+// redisio packages and the bench tool. It lives apart from redisio because
+// waiting on a WaitGroup has nothing to do with Redis I/O.
 package syncx
 
 import (
