@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/internal/tripcount"
 	"github.com/lockactor/lockactor/redisio"
 	"github.com/lockactor/lockactor/scripts"
 )
@@ -107,7 +108,7 @@ func BenchmarkUncontended(b *testing.B) {
 func BenchmarkContended(b *testing.B) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
-	hook := &redistest.RoundTrips{}
+	hook := &tripcount.Hook{}
 	counted := srv.Client(b)
 	counted.AddHook(hook)
 	c := newClient(b, counted)
@@ -131,7 +132,7 @@ func BenchmarkContended(b *testing.B) {
 			}
 		}()
 	}
-	calls0, sent0 := serverCalls(b, rdb), hook.Total()
+	calls0, sent0 := serverCalls(b, rdb), hook.RoundTrips()
 	b.ResetTimer()
 	t0 := time.Now()
 	close(start)
@@ -139,7 +140,7 @@ func BenchmarkContended(b *testing.B) {
 	elapsed := time.Since(t0)
 	b.StopTimer()
 	calls := serverCalls(b, rdb) - calls0 - 1 // minus the INFO of the first reading
-	sent := hook.Total() - sent0
+	sent := hook.RoundTrips() - sent0
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
 	b.ReportMetric(float64(sent)/float64(b.N), "roundtrips/acq")
 	b.ReportMetric(float64(calls)/float64(b.N), "server-cmds/acq")
@@ -150,7 +151,7 @@ func BenchmarkContended(b *testing.B) {
 // period (renewals share a period boundary and go out pipelined).
 func BenchmarkRenewal(b *testing.B) {
 	srv := redistest.Start(b)
-	hook := &redistest.RoundTrips{}
+	hook := &tripcount.Hook{}
 	rdb := srv.Client(b)
 	rdb.AddHook(hook)
 	const wd, held = 1500 * time.Millisecond, 2000
@@ -165,9 +166,9 @@ func BenchmarkRenewal(b *testing.B) {
 	// -benchtime asks for, measure three periods once or twice.
 	b.ResetTimer()
 	for i := 0; i < min(b.N, 2); i++ {
-		before := hook.Total()
+		before := hook.RoundTrips()
 		time.Sleep(wd) // three renewal periods
-		b.ReportMetric(float64(hook.Total()-before)/3/(held/100), "roundtrips/100locks/period")
+		b.ReportMetric(float64(hook.RoundTrips()-before)/3/(held/100), "roundtrips/100locks/period")
 	}
 }
 

@@ -3,6 +3,8 @@ package actors
 import (
 	"sync"
 	"time"
+
+	"github.com/lockactor/lockactor/internal/syncx"
 )
 
 // workerPool is the runtime's protoactor Dispatcher. protoactor's default
@@ -87,5 +89,5 @@ func (p *workerPool) close(deadline time.Time) {
 	p.closed = true
 	p.mu.Unlock()
 	close(p.stop)
-	waitUntil(&p.wg, deadline)
+	syncx.WaitUntil(&p.wg, deadline)
 }

@@ -46,9 +46,9 @@ type fairWaiter struct {
 	sig     signal
 	wake    *messages.Wake
 	subID   uint64
-	due     time.Time     // next attempt; zero: now
-	backoff time.Duration // grows while the script keeps answering "now"
-	news    uint64        // Wakes so far: an estimate sent before the last one is stale
+	due     time.Time // next attempt; zero: now
+	backoff backoff   // grows while the script keeps answering "now"
+	news    uint64    // Wakes so far: an estimate sent before the last one is stale
 }
 
 // fairCancel is a fair_cancel owed to Redis for an owner no longer waited for.
@@ -56,7 +56,7 @@ type fairCancel struct {
 	owner   string
 	w       time.Duration
 	due     time.Time
-	backoff time.Duration
+	backoff backoff
 }
 
 // Retry spacing while the script estimates no wait but the turn has not come

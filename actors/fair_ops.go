@@ -111,10 +111,9 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 // (about) zero means the turn is due any moment: back off instead of polling.
 func (w *fairWaiter) retryIn(wait time.Duration) {
 	if wait < fairMinBackoff {
-		w.backoff = min(max(2*w.backoff, fairMinBackoff), fairMaxBackoff)
-		wait = w.backoff
+		wait = w.backoff.next(fairMinBackoff, fairMaxBackoff)
 	} else {
-		w.backoff = 0
+		w.backoff.reset()
 	}
 	w.due = time.Now().Add(wait)
 }
@@ -233,8 +232,7 @@ func (a *fairActor) cancelled(m *cancelled) {
 	if _, requeued := a.waiting[c.owner]; requeued {
 		return // the owner waits again: its new place must stay
 	}
-	c.backoff = min(max(2*c.backoff, owedMin), owedMax)
-	c.due = time.Now().Add(c.backoff)
+	c.due = time.Now().Add(c.backoff.next(owedMin, owedMax))
 	a.cancels = append(a.cancels, c)
 }
 

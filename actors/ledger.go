@@ -77,7 +77,7 @@ type unsettled struct {
 	told    bool      // fail has run
 	fails   int       // settlements that Redis did not answer
 	due     time.Time
-	backoff time.Duration
+	backoff backoff
 }
 
 // Resolve retries after a failed settlement back off from resolveMin to
@@ -188,8 +188,7 @@ func (l *ledger) onResolved(m *resolved) {
 		if p.fails++; p.fails >= 2 && l.stalled != nil {
 			l.stalled(m.err)
 		}
-		p.backoff = min(max(2*p.backoff, resolveMin), resolveMax)
-		p.due = time.Now().Add(p.backoff)
+		p.due = time.Now().Add(p.backoff.next(resolveMin, resolveMax))
 		return
 	}
 	l.pending = nil

@@ -24,7 +24,7 @@ type owed struct {
 	tries int // attempts that failed
 
 	due     time.Time
-	backoff time.Duration
+	backoff backoff
 }
 
 // answer tells the caller (once; later answers are dropped).
@@ -43,8 +43,7 @@ const (
 
 // later schedules o's next try, backing off.
 func (o *owed) later(now time.Time, ceiling time.Duration) {
-	o.backoff = min(max(2*o.backoff, owedMin), max(ceiling, owedMin))
-	o.due = now.Add(o.backoff)
+	o.due = now.Add(o.backoff.next(owedMin, ceiling))
 }
 
 // owedQueue holds an actor's owed releases in the order they were owed.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockactor/lockactor/internal/syncx"
 	"github.com/lockactor/lockactor/redisio"
 )
 
@@ -301,7 +302,7 @@ func (rt *Runtime) Close() {
 		return true
 	})
 	// Retiring actors are no longer in the registry, but counted here.
-	if !waitUntil(&rt.running, deadline) {
+	if !syncx.WaitUntil(&rt.running, deadline) {
 		rt.cfg.Logger.Warn("lockactor: Close left actors waiting on Redis", "grace", rt.cfg.CloseGrace)
 	}
 	rt.cancel()
@@ -311,20 +312,6 @@ func (rt *Runtime) Close() {
 	rt.io.Close(deadline)
 	rt.workers.close(deadline)
 	rt.system.Shutdown()
-}
-
-// waitUntil waits for wg until deadline; true if it reached zero.
-func waitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 // shutdownCtx is the context for an actor's clean-up as it stops: Close's

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/syncx"
 )
 
 // frozenMasters is the size of the frozen scenario's cluster; master 0 is
@@ -307,14 +308,10 @@ func worstRate(marks []frozenMark, from, to time.Time, ms ...int) float64 {
 // waitWorkers waits up to limit for wg and returns how many workers were
 // still running then.
 func waitWorkers(wg *sync.WaitGroup, running *atomic.Int64, limit time.Duration) int64 {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
+	if syncx.WaitUntil(wg, time.Now().Add(limit)) {
 		return 0
-	case <-time.After(limit):
-		return running.Load()
 	}
+	return running.Load()
 }
 
 // countLost waits until every hold of master 0 has lost its lease or until

@@ -48,9 +48,9 @@ func scaleHeld(srv *server, sp scaleSpec, name string) (map[string]float64, erro
 	}
 	m1 := snapshot()
 	time.Sleep(period) // every hold has been renewed once
-	rt0 := hook.n.Load()
+	rt0 := hook.RoundTrips()
 	time.Sleep(time.Duration(sp.Periods) * period)
-	rt := float64(hook.n.Load()-rt0) / float64(sp.Periods)
+	rt := float64(hook.RoundTrips()-rt0) / float64(sp.Periods)
 	keys, err := srv.admin.DBSize(ctx).Result()
 	if err != nil {
 		return nil, err

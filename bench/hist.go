@@ -1,38 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"math/bits"
-	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// tripHook counts what a go-redis client sends: one per command and one per
-// pipeline (a pipeline is one round trip). Pub/sub traffic on a dedicated
-// connection does not pass through these hooks.
-type tripHook struct{ n atomic.Int64 }
-
-// DialHook passes dials through uncounted.
-func (h *tripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-// ProcessHook counts one round trip per command.
-func (h *tripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-// ProcessPipelineHook counts one round trip per pipeline.
-func (h *tripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
-}
 
 // histBuckets covers every int64: 64 exact buckets, then 32 per power of two
 // (about 3% resolution).

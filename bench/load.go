@@ -10,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockactor/lockactor/internal/syncx"
+	"github.com/lockactor/lockactor/internal/tripcount"
 )
 
 // loadSpec is one measured run of one library in one process: G goroutines,
@@ -69,7 +72,7 @@ func spin(d time.Duration) {
 func keyName(prefix string, i int) string { return prefix + strconv.Itoa(i) }
 
 // runLoad runs spec on an opened library and reports what it measured.
-func runLoad(spec loadSpec, l lib, hook *tripHook, in *inside) loadResult {
+func runLoad(spec loadSpec, l lib, hook *tripcount.Hook, in *inside) loadResult {
 	g := spec.Goroutines
 	res := loadResult{Seconds: spec.Duration.Seconds(), PerOwner: make([]int64, g), Wait: &hist{}, Pair: &hist{}}
 	end := spec.Start.Add(spec.Duration)
@@ -113,19 +116,15 @@ func runLoad(spec loadSpec, l lib, hook *tripHook, in *inside) loadResult {
 		}()
 	}
 	time.Sleep(time.Until(spec.Start))
-	trips0, cpu0 := hook.n.Load(), processCPU()
+	trips0, cpu0 := hook.RoundTrips(), processCPU()
 	close(gate)
 
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Until(end.Add(hardLimit))):
+	if !syncx.WaitUntil(&wg, end.Add(hardLimit)) {
 		mu.Lock()
 		res.Stuck = running.Load()
 		mu.Unlock()
 	}
-	res.RoundTrips = hook.n.Load() - trips0
+	res.RoundTrips = hook.RoundTrips() - trips0
 	res.ClientCPU = (processCPU() - cpu0).Seconds()
 	mu.Lock()
 	defer mu.Unlock()

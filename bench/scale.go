@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/tripcount"
 )
 
 // scaleSpec sizes the scale scenario.
@@ -47,12 +48,12 @@ func snapshot() memSnap {
 }
 
 // quiesce waits until hook has counted nothing for quiet, at most limit.
-func quiesce(hook *tripHook, quiet, limit time.Duration) {
+func quiesce(hook *tripcount.Hook, quiet, limit time.Duration) {
 	deadline := time.Now().Add(limit)
-	last, since := hook.n.Load(), time.Now()
+	last, since := hook.RoundTrips(), time.Now()
 	for time.Now().Before(deadline) {
 		time.Sleep(25 * time.Millisecond)
-		if n := hook.n.Load(); n != last {
+		if n := hook.RoundTrips(); n != last {
 			last, since = n, time.Now()
 		} else if time.Since(since) >= quiet {
 			return
@@ -61,7 +62,7 @@ func quiesce(hook *tripHook, quiet, limit time.Duration) {
 }
 
 // openScaleLib opens lockactor (with opts) or raw on a fresh counted client.
-func openScaleLib(srv *server, sp scaleSpec, name string, opts ...lockactor.Option) (lib, *redis.Client, *tripHook, error) {
+func openScaleLib(srv *server, sp scaleSpec, name string, opts ...lockactor.Option) (lib, *redis.Client, *tripcount.Hook, error) {
 	rdb, hook := openClient(srv.addr, sp.PoolSize)
 	// Fill the connection pool first, so that its buffers are in every
 	// "before" reading rather than counted against the library.
@@ -96,7 +97,7 @@ func scaleWaiters(srv *server, sp scaleSpec, name string) (map[string]float64, e
 		return nil, err
 	}
 	m0 := snapshot()
-	t0, rt0 := time.Now(), hook.n.Load()
+	t0, rt0 := time.Now(), hook.RoundTrips()
 	var wg sync.WaitGroup
 	var granted, failed atomic.Int64
 	for i := 0; i < sp.Waiters; i++ {
@@ -116,9 +117,9 @@ func scaleWaiters(srv *server, sp scaleSpec, name string) (map[string]float64, e
 	}
 	quiesce(hook, sp.Quiet, time.Minute)
 	setup := time.Since(t0) - sp.Quiet
-	rtSetup := hook.n.Load() - rt0
+	rtSetup := hook.RoundTrips() - rt0
 	m1 := snapshot()
-	t1, rt1 := time.Now(), hook.n.Load()
+	t1, rt1 := time.Now(), hook.RoundTrips()
 	if err := holder.Unlock(ctx); err != nil {
 		return nil, err
 	}
@@ -132,7 +133,7 @@ func scaleWaiters(srv *server, sp scaleSpec, name string) (map[string]float64, e
 		"setup_s":          setup.Seconds(),
 		"setup_rt":         float64(rtSetup) / n,
 		"drain_acq_s":      float64(granted.Load()) / drain.Seconds(),
-		"drain_rt":         float64(hook.n.Load()-rt1) / max(float64(granted.Load()), 1),
+		"drain_rt":         float64(hook.RoundTrips()-rt1) / max(float64(granted.Load()), 1),
 		"granted":          float64(granted.Load()),
 		"errors":           float64(failed.Load()),
 	}, nil

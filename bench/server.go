@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/internal/tripcount"
 )
 
 // redisBin is Debian's redis-server; --redis-server overrides it.
@@ -223,9 +225,9 @@ func clientOptions(addr string, poolSize int) *redis.Options {
 }
 
 // openClient returns a go-redis client with a round-trip counting hook.
-func openClient(addr string, poolSize int) (*redis.Client, *tripHook) {
+func openClient(addr string, poolSize int) (*redis.Client, *tripcount.Hook) {
 	rdb := redis.NewClient(clientOptions(addr, poolSize))
-	h := &tripHook{}
+	h := &tripcount.Hook{}
 	rdb.AddHook(h)
 	return rdb, h
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/internal/syncx"
 )
 
 // batcher sends the script calls that many actors make at about the same
@@ -182,7 +184,7 @@ func (b *batcher) close(deadline time.Time) bool {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return waitUntil(&b.flushers, deadline)
+		return syncx.WaitUntil(&b.flushers, deadline)
 	}
 	b.closed = true
 	dropped := append(b.later, b.pending...)
@@ -194,7 +196,7 @@ func (b *batcher) close(deadline time.Time) bool {
 			c.then(Reply{Err: notSent{ErrClosed}})
 		}
 	}
-	return waitUntil(&b.flushers, deadline)
+	return syncx.WaitUntil(&b.flushers, deadline)
 }
 
 // send runs calls as one pipeline of EVALSHA. With replica sync on, one WAIT

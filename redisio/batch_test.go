@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/lockactor/lockactor/internal/tripcount"
 )
 
 // TestConcurrentScriptsShareRoundTrips: scripts that many actors send at
@@ -19,7 +20,7 @@ import (
 func TestConcurrentScriptsShareRoundTrips(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	count := &redistest.RoundTrips{}
+	count := &tripcount.Hook{}
 	rdb.AddHook(count)
 	c := NewConn(rdb, NewTopology(rdb, ShardOff, quiet), SyncPolicy{})
 	defer c.Close(time.Now().Add(time.Second))
@@ -52,7 +53,7 @@ func TestConcurrentScriptsShareRoundTrips(t *testing.T) {
 	if n := wrong.Load(); n != 0 {
 		t.Fatalf("%d of %d calls were not granted their own fresh lock", n, callers*each)
 	}
-	trips := count.Total()
+	trips := count.RoundTrips()
 	t.Logf("%d calls in %d round trips (%d pipelines); slowest call %v", callers*each, trips, count.Pipelines.Load(), time.Duration(slowest.Load()))
 	if trips >= callers*each {
 		t.Fatalf("%d round trips for %d concurrent calls: nothing was pipelined", trips, callers*each)

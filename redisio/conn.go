@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/internal/syncx"
 )
 
 // Conn runs lock commands on the user's go-redis client.
@@ -91,21 +93,7 @@ func (c *Conn) Close(deadline time.Time) bool {
 	for _, b := range c.batchers() {
 		batched = b.close(deadline) && batched
 	}
-	return waitUntil(&c.calls, deadline) && batched
-}
-
-// waitUntil waits for wg until deadline; true if it reached zero.
-func waitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
+	return syncx.WaitUntil(&c.calls, deadline) && batched
 }
 
 // Guard runs fn on c and returns when fn does or when ctx ends, whichever

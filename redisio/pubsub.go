@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor/internal/syncx"
 )
 
 // EventKind says what a pub/sub Event reports.
@@ -358,5 +360,5 @@ func (p *PubSub) Close(deadline time.Time) bool {
 		}
 	}
 	p.mu.Unlock()
-	return waitUntil(&p.loops, deadline)
+	return syncx.WaitUntil(&p.loops, deadline)
 }

@@ -11,9 +11,10 @@
 -- ARGV[5]  now, epoch ms of the caller's clock
 --
 -- Returns 1 if the owner was queued, else 0. Once the owner is out, waiters
--- at the head whose deadline has passed are purged, as fair_lock.lua does;
--- then, when the lock is free and the queue's head changed, the new head is
--- told, so neither a leaver nor a dead waiter it uncovers stalls the queue.
+-- at the head whose deadline has passed are purged (fair_purge.lua, spliced
+-- in at its marker line); then, when the lock is free and the queue's head
+-- changed, the new head is told, so neither a leaver nor a dead waiter it
+-- uncovers stalls the queue.
 local before = redis.call('lindex', KEYS[2], 0)
 local queue = redis.call('lrange', KEYS[2], 0, -1)
 local at = nil
@@ -28,17 +29,7 @@ if at then
     redis.call('lrem', KEYS[2], 0, ARGV[1])
 end
 local now = tonumber(ARGV[5])
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if not first then break end
-    local deadline = tonumber(redis.call('zscore', KEYS[3], first))
-    if deadline == nil or deadline <= now then
-        redis.call('zrem', KEYS[3], first)
-        redis.call('lpop', KEYS[2])
-    else
-        break
-    end
-end
+--[[fair_purge]]
 local head = redis.call('lindex', KEYS[2], 0)
 if head and head ~= before and redis.call('exists', KEYS[1]) == 0 then
     redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[3])

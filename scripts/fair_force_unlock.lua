@@ -10,20 +10,11 @@
 -- ARGV[3]  the publish command
 --
 -- Returns 1 when a lock was deleted, else 0. Waiters whose deadline has
--- passed are purged from the head first, as fair_lock.lua does, so the
--- message goes to a live waiter rather than to one whose process died.
+-- passed are purged from the head first (fair_purge.lua, spliced in at its
+-- marker line), so the message goes to a live waiter rather than to one
+-- whose process died.
 local now = tonumber(ARGV[2])
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if not first then break end
-    local deadline = tonumber(redis.call('zscore', KEYS[3], first))
-    if deadline == nil or deadline <= now then
-        redis.call('zrem', KEYS[3], first)
-        redis.call('lpop', KEYS[2])
-    else
-        break
-    end
-end
+--[[fair_purge]]
 if redis.call('del', KEYS[1]) == 0 then
     return 0
 end

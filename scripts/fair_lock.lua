@@ -12,21 +12,12 @@
 -- Returns nil when granted (fresh or reentrant); otherwise the estimated wait
 -- in ms (a single attempt gets the lock's PTTL, or 0 when it is free but
 -- others are queued). Waiters whose deadline has passed, or that have none,
--- are purged from the head first. A newcomer's deadline is the tail's plus W,
--- or now plus the lock's PTTL plus W when the tail has no deadline.
+-- are purged from the head first (fair_purge.lua, spliced in at its marker
+-- line). A newcomer's deadline is the tail's plus W, or now plus the lock's
+-- PTTL plus W when the tail has no deadline.
 local now = tonumber(ARGV[4])
 local w = tonumber(ARGV[3])
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if not first then break end
-    local deadline = tonumber(redis.call('zscore', KEYS[3], first))
-    if deadline == nil or deadline <= now then
-        redis.call('zrem', KEYS[3], first)
-        redis.call('lpop', KEYS[2])
-    else
-        break
-    end
-end
+--[[fair_purge]]
 
 local free = redis.call('exists', KEYS[1]) == 0
 if free and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then

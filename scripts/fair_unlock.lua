@@ -12,19 +12,11 @@
 -- ARGV[5]  the publish command
 --
 -- Returns nil when the owner holds nothing, 0 when holds remain, 1 when the
--- lock was deleted (and the head, if any, told).
+-- lock was deleted (and the head, if any, told). Waiters whose deadline has
+-- passed, or that have none, are purged from the head first (fair_purge.lua,
+-- spliced in at its marker line), so the message goes to a live waiter.
 local now = tonumber(ARGV[4])
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if not first then break end
-    local deadline = tonumber(redis.call('zscore', KEYS[3], first))
-    if deadline == nil or deadline <= now then
-        redis.call('zrem', KEYS[3], first)
-        redis.call('lpop', KEYS[2])
-    else
-        break
-    end
-end
+--[[fair_purge]]
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
 end

@@ -9,7 +9,10 @@ import (
 
 // Each script runs as EVALSHA with an EVAL fallback on NOSCRIPT
 // (redis.Script.Run), so a flushed script cache costs one extra round trip.
-// The .lua file of each states its KEYS, ARGV and replies.
+// The .lua file of each states its KEYS, ARGV and replies. Two kinds of
+// splicing build the scripts sent: fair_purge.lua goes into the fair
+// scripts (withFairPurge), and the state-changing scripts go into latch.lua
+// (latched).
 
 var (
 	//go:embed lock.lua
@@ -25,13 +28,15 @@ var (
 	//go:embed fenced_lock.lua
 	fencedLockSrc string
 	//go:embed fair_lock.lua
-	fairLockSrc string
+	fairLockLua string
 	//go:embed fair_unlock.lua
-	fairUnlockSrc string
+	fairUnlockLua string
 	//go:embed fair_cancel.lua
-	fairCancelSrc string
+	fairCancelLua string
 	//go:embed fair_force_unlock.lua
-	fairForceUnlockSrc string
+	fairForceUnlockLua string
+	//go:embed fair_purge.lua
+	fairPurgeLua string
 	//go:embed read_lock.lua
 	readLockSrc string
 	//go:embed read_unlock.lua
@@ -69,6 +74,14 @@ var (
 
 // FencedLock: a reentrant lock whose grants from zero holds issue a token.
 var FencedLock = redis.NewScript(fencedLockSrc) // fenced_lock.lua
+
+// The fair scripts with fair_purge.lua spliced in.
+var (
+	fairLockSrc        = withFairPurge(fairLockLua)
+	fairUnlockSrc      = withFairPurge(fairUnlockLua)
+	fairCancelSrc      = withFairPurge(fairCancelLua)
+	fairForceUnlockSrc = withFairPurge(fairForceUnlockLua)
+)
 
 // FairLock (RedissonFairLock): FIFO across clients through a queue and deadlines.
 var (
@@ -134,4 +147,37 @@ func latched(body string) *redis.Script {
 		panic("scripts: latch.lua lost its body marker")
 	}
 	return redis.NewScript(strings.Replace(latchSrc, marker, body, 1))
+}
+
+// fairPurgeMarker is the line of a fair script that withFairPurge replaces.
+const fairPurgeMarker = "--[[fair_purge]]"
+
+// withFairPurge puts the code of fair_purge.lua in place of host's one
+// marker line, leaving out the snippet's header: it tells a reader what the
+// code expects in scope, which the host's own header already covers, and
+// Redis has no use for it.
+func withFairPurge(host string) string {
+	var out strings.Builder
+	n := 0
+	for line := range strings.Lines(host) {
+		if strings.TrimSuffix(line, "\n") == fairPurgeMarker {
+			n++
+			out.WriteString(fairPurgeCode())
+			continue
+		}
+		out.WriteString(line)
+	}
+	if n != 1 {
+		panic("scripts: a fair script has no fair_purge marker line, or more than one")
+	}
+	return out.String()
+}
+
+// fairPurgeCode is fair_purge.lua without the comment lines it opens with.
+func fairPurgeCode() string {
+	code := fairPurgeLua
+	for strings.HasPrefix(code, "--") {
+		_, code, _ = strings.Cut(code, "\n")
+	}
+	return code
 }

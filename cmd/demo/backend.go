@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/tripcount"
 )
 
 // pingTimeout bounds the reachability check of a real server.
@@ -23,7 +24,7 @@ type backend struct {
 	rdb      *redis.Client
 	desc     string               // e.g. "embedded miniredis at 127.0.0.1:40123"
 	mini     *miniredis.Miniredis // nil for a real server
-	commands *commandCounter
+	commands *tripcount.Hook      // its Sent count is the report's Redis commands
 }
 
 // openBackend connects to the server opts describes, or starts an embedded
@@ -43,7 +44,7 @@ func openBackend(ctx context.Context, opts *redis.Options) (*backend, error) {
 		}
 		be = &backend{rdb: redis.NewClient(opts), desc: "redis at " + opts.Addr}
 	}
-	be.commands = new(commandCounter)
+	be.commands = new(tripcount.Hook)
 	be.rdb.AddHook(be.commands)
 	return be, nil
 }
@@ -88,29 +89,6 @@ func (b *backend) Close() {
 	_ = b.rdb.Close()
 	if b.mini != nil {
 		b.mini.Close()
-	}
-}
-
-// commandCounter is a go-redis hook that counts the commands sent (pub/sub
-// traffic does not pass through it).
-type commandCounter struct{ n atomic.Int64 }
-
-// DialHook passes dials through.
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-// ProcessHook counts one command.
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-// ProcessPipelineHook counts every command of a pipeline.
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
 	}
 }
 

@@ -121,7 +121,7 @@ func (c *contention) run(ctx context.Context, e *env) error {
 
 	fmt.Fprintf(e.stderr, "contention: %d instances x %d goroutines on %d locks, hold %v, for %v against %s\n",
 		c.procs, c.goroutines, c.keys, c.hold, e.opts.duration, e.backendDesc())
-	cmds0 := e.be.commands.n.Load()
+	cmds0 := e.be.commands.Sent()
 	stopProgress := startProgress(e.stderr, a)
 	var wg sync.WaitGroup
 	for _, w := range workers {
@@ -133,7 +133,7 @@ func (c *contention) run(ctx context.Context, e *env) error {
 	snap := dm.collect(ctx)
 
 	res := collect(workers, names, a, elapsed)
-	res.commands = e.be.commands.n.Load() - cmds0
+	res.commands = e.be.commands.Sent() - cmds0
 	res.interrupted = ctx.Err() != nil
 	if err := e.saveTimeline(res.timeline(c, workers, names)); err != nil {
 		return err

@@ -1,0 +1,139 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestFairPurgeSplice: each fair script carries fair_purge.lua's code once,
+// without its header and in place of the marker line; a host without
+// exactly one marker line is refused.
+func TestFairPurgeSplice(t *testing.T) {
+	code := fairPurgeCode()
+	if !strings.HasPrefix(code, "while true do\n") || !strings.HasSuffix(code, "\nend\n") {
+		t.Fatalf("fair_purge.lua's code is not the one loop:\n%s", code)
+	}
+	for line := range strings.Lines(code) {
+		if strings.HasPrefix(strings.TrimSpace(line), "--") {
+			t.Fatalf("fair_purge.lua's code still has a comment line %q", line)
+		}
+	}
+	for _, tt := range []struct {
+		name, src string
+	}{
+		{"fair_lock.lua", fairLockSrc},
+		{"fair_unlock.lua", fairUnlockSrc},
+		{"fair_cancel.lua", fairCancelSrc},
+		{"fair_force_unlock.lua", fairForceUnlockSrc},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if n := strings.Count(tt.src, code); n != 1 {
+				t.Errorf("the purge is in it %d times, want 1", n)
+			}
+			if strings.Contains(tt.src, "[[fair_purge]]") {
+				t.Error("the marker is still in it")
+			}
+			if !strings.Contains(tt.src, "local now = tonumber(ARGV[") {
+				t.Error("it does not set now, which the purge reads")
+			}
+		})
+	}
+	for _, tt := range []struct {
+		host, want string // want "": it panics
+	}{
+		{"a\n--[[fair_purge]]\nb\n", "a\n" + code + "b\n"},
+		{"a\n--[[fair_purge]]", "a\n" + code},
+		{"return 1\n", ""},
+		{"a --[[fair_purge]]\n", ""},
+		{"a\n--[[fair_purge]]\n--[[fair_purge]]\n", ""},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); (r != nil) != (tt.want == "") {
+					t.Errorf("withFairPurge(%q) panicked: %v; want a panic: %v", tt.host, r, tt.want == "")
+				}
+			}()
+			if got := withFairPurge(tt.host); got != tt.want {
+				t.Errorf("withFairPurge(%q) = %q, want %q", tt.host, got, tt.want)
+			}
+		}()
+	}
+}
+
+// TestFairScriptsPurge runs each fair script, plain and latched where it has
+// a latched form, on a queue whose head is a waiter past its deadline and
+// one without a deadline: both go, the waiters behind them stay.
+func TestFairScriptsPurge(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const lease, w = "30000", "5000"
+	tests := []struct {
+		name    string
+		script  *redis.Script
+		latched bool // KEYS and ARGV take the latch's after the script's
+		keys    int  // how many of hash, queue, deadlines, channel it takes
+		argv    func(now string) []any
+		wantNil bool // the script answers nil
+	}{
+		{"fair_lock", FairLock, false, 3, func(now string) []any { return []any{lease, "x", w, now, "1"} }, false},
+		{"fair_lock latched", Latched.FairLock, true, 3, func(now string) []any { return []any{lease, "x", w, now, "1"} }, false},
+		{"fair_unlock", FairUnlock, false, 4, func(now string) []any { return []any{"0", lease, "x", now, "publish"} }, true},
+		{"fair_unlock latched", Latched.FairUnlock, true, 4, func(now string) []any { return []any{"0", lease, "x", now, "publish"} }, false},
+		{"fair_cancel", FairCancel, false, 4, func(now string) []any { return []any{"x", w, "0", "publish", now} }, false},
+		{"fair_force_unlock", FairForceUnlock, false, 4, func(now string) []any { return []any{"0", now, "publish"} }, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "{purge-" + strconv.Itoa(i) + "}"
+			all := []string{name, "redisson_lock_queue:" + name, "redisson_lock_timeout:" + name, "redisson_lock__channel:" + name}
+			queue, deadlines := all[1], all[2]
+			now := time.Now().UnixMilli()
+			setup := rdb.TxPipeline()
+			setup.HSet(ctx, name, "holder", 1)
+			setup.PExpire(ctx, name, time.Minute)
+			setup.RPush(ctx, queue, "expired", "undated", "next", "last")
+			setup.ZAdd(ctx, deadlines,
+				redis.Z{Member: "expired", Score: float64(now - 1)},
+				redis.Z{Member: "next", Score: float64(now + 60_000)},
+				redis.Z{Member: "last", Score: float64(now + 120_000)})
+			if _, err := setup.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+			keys, args := all[:tt.keys], tt.argv(strconv.FormatInt(now, 10))
+			if tt.latched {
+				keys = append(keys, "lockactor_latch:"+name+":test:fair")
+				args = append(args, 1, 60_000)
+			}
+			err := tt.script.Run(ctx, rdb, keys, args...).Err()
+			if tt.wantNil && !errors.Is(err, redis.Nil) || !tt.wantNil && err != nil {
+				t.Fatalf("script: %v (want nil reply: %v)", err, tt.wantNil)
+			}
+			got, err := rdb.LRange(ctx, queue, 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, ",") != "next,last" {
+				t.Errorf("queue = %q, want [next last]", got)
+			}
+			dated, err := rdb.ZRange(ctx, deadlines, 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(dated, ",") != "next,last" {
+				t.Errorf("deadlines = %q, want [next last]", dated)
+			}
+		})
+	}
+}
