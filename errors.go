@@ -33,10 +33,15 @@ const maxNameInError = 128
 
 // nameError wraps err with the lock's name: `lock "orders": <err>`.
 func nameError(name string, err error) error {
+	return fmt.Errorf("lock %q: %w", shortName(name), err)
+}
+
+// shortName is name cut to maxNameInError bytes for an error message.
+func shortName(name string) string {
 	if len(name) > maxNameInError {
-		name = name[:maxNameInError] + "..."
+		return name[:maxNameInError] + "..."
 	}
-	return fmt.Errorf("lock %q: %w", name, err)
+	return name
 }
 
 // invalid builds an ErrInvalidArgument that says what was wrong.
@@ -45,10 +50,49 @@ func invalid(name, what string) error {
 }
 
 // MemberError is one member's failure within a MultiLock or RedLock
-// operation: Name is the member lock's name, Err what went wrong there.
-// Errors of ErrNoQuorum carry one per failed member; match them with
-// errors.As:
+// operation. Errors matching ErrNoQuorum carry one per failed member; find
+// them with errors.As:
 //
 //	var me *lockactor.MemberError
 //	if errors.As(err, &me) { log.Println(me.Name, me.Err) }
-type MemberError = actors.MemberError
+//
+// errors.As finds the first; a failure of several members joins their
+// MemberErrors (errors.Join), which Unwrap() []error lists.
+type MemberError struct {
+	// Name is the member lock's name.
+	Name string
+	// Err is what went wrong at that member: a Redis error, ErrClosed when
+	// the member's Client was closed, or an error saying that the member
+	// did not answer within the group's node timeout.
+	Err error
+}
+
+// Error names the member and says what went wrong there.
+func (e *MemberError) Error() string {
+	return fmt.Sprintf("member %q: %v", shortName(e.Name), e.Err)
+}
+
+// Unwrap gives the member's own error to errors.Is and errors.As.
+func (e *MemberError) Unwrap() error { return e.Err }
+
+// memberErrors rewrites a group coordinator's error for the caller: each
+// *actors.MemberError in it, alone or joined with others, becomes a
+// *MemberError. Other errors pass through unchanged.
+func memberErrors(err error) error {
+	switch e := err.(type) {
+	case *actors.MemberError:
+		return &MemberError{Name: e.Name, Err: e.Err}
+	case interface{ Unwrap() []error }:
+		errs := e.Unwrap()
+		out := make([]error, len(errs))
+		changed := false
+		for i, part := range errs {
+			out[i] = memberErrors(part)
+			changed = changed || out[i] != part
+		}
+		if changed {
+			return errors.Join(out...)
+		}
+	}
+	return err
+}
