@@ -11,19 +11,32 @@ import (
 // The sentinel errors. Every error the package returns matches one of these or
 // the context's error with errors.Is, and names the lock it concerns.
 var (
-	// ErrNotHeld: unlock or extend by a handle that does not hold the lock.
+	// ErrNotHeld is returned by Unlock and Extend when the handle does not
+	// hold the lock: it never held it, released it already, or its lease ran
+	// out (and someone else may hold it now). A MultiLock's or RedLock's
+	// Unlock returns it when too few of its members were held and none
+	// failed.
 	ErrNotHeld = errors.New("lockactor: lock not held")
-	// ErrClosed: the Client was closed (one value, whichever layer noticed).
+	// ErrClosed is returned by every call on a Client that was closed, and
+	// by calls still waiting when Close began. It is one value, whichever
+	// layer noticed the Close.
 	ErrClosed = redisio.ErrClosed
-	// ErrInvalidArgument: empty name, negative lease or wait, nil ctx, n <= 0
-	// permits, nil locks. Nothing was sent to Redis.
+	// ErrInvalidArgument is returned when a call or its options are invalid:
+	// an empty name (or, on a Redis Cluster, one whose keys would span
+	// slots), a nil ctx, a negative lease or wait, a lease below MinLease,
+	// n <= 0 permits, a MultiLock or RedLock without locks or with a nil
+	// one, a read-to-write upgrade of a ReadWriteLock, an Extend of a
+	// watchdog-renewed hold. Nothing was changed in Redis.
 	ErrInvalidArgument = errors.New("lockactor: invalid argument")
-	// ErrNoQuorum: a RedLock or MultiLock could not reach the required holds.
+	// ErrNoQuorum is returned by a RedLock or MultiLock when it could not
+	// reach the holds it needs: by Lock and TryLock when member errors alone
+	// ruled the quorum out, by Unlock when too few members confirmed their
+	// release. It carries a *MemberError for each member that failed.
 	ErrNoQuorum = errors.New("lockactor: no quorum")
-	// ErrNotReplicated: a grant that too few replicas acknowledged was
-	// undone (WithReplicaSync). TryLock and TryAcquire report it; Lock and
-	// Acquire keep trying. The error says why: how many replicas
-	// acknowledged, or WAIT's own error (an ACL's NOPERM, for one).
+	// ErrNotReplicated is returned by TryLock and TryAcquire when a grant
+	// that too few replicas acknowledged was undone (WithReplicaSync); Lock
+	// and Acquire keep trying instead. The error says why: how many
+	// replicas acknowledged, or WAIT's own error (an ACL's NOPERM, for one).
 	ErrNotReplicated = redisio.ErrNotReplicated
 )
 
