@@ -50,6 +50,7 @@ var (
 	_ func(*lockactor.Lock, context.Context, ...lockactor.LockOption) error         = (*lockactor.Lock).Lock
 	_ func(*lockactor.Lock, context.Context, ...lockactor.LockOption) (bool, error) = (*lockactor.Lock).TryLock
 	_ func(*lockactor.Lock, context.Context) error                                  = (*lockactor.Lock).Unlock
+	_ func(*lockactor.Lock, context.Context, time.Duration) error                   = (*lockactor.Lock).Extend
 	_ func(*lockactor.Lock, context.Context) (bool, error)                          = (*lockactor.Lock).ForceUnlock
 	_ func(*lockactor.Lock, context.Context) (bool, error)                          = (*lockactor.Lock).IsLocked
 	_ func(*lockactor.Lock, context.Context) (bool, error)                          = (*lockactor.Lock).IsHeldByMe
@@ -70,6 +71,8 @@ var (
 	_ func(...*lockactor.Lock) *lockactor.MultiLock = lockactor.NewMultiLock
 	_ func(...*lockactor.Lock) *lockactor.RedLock   = lockactor.NewRedLock
 	_ func(*lockactor.RedLock) time.Duration        = (*lockactor.RedLock).Validity
+
+	_ error = &lockactor.MemberError{Name: "", Err: nil}
 
 	_ = []error{lockactor.ErrNotHeld, lockactor.ErrClosed, lockactor.ErrInvalidArgument, lockactor.ErrNoQuorum, lockactor.ErrNotReplicated}
 )

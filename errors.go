@@ -11,19 +11,32 @@ import (
 // The sentinel errors. Every error the package returns matches one of these or
 // the context's error with errors.Is, and names the lock it concerns.
 var (
-	// ErrNotHeld: unlock or extend by a handle that does not hold the lock.
+	// ErrNotHeld is returned by Unlock and Extend when the handle does not
+	// hold the lock: it never held it, released it already, or its lease ran
+	// out (and someone else may hold it now). A MultiLock's or RedLock's
+	// Unlock returns it when too few of its members were held and none
+	// failed.
 	ErrNotHeld = errors.New("lockactor: lock not held")
-	// ErrClosed: the Client was closed (one value, whichever layer noticed).
+	// ErrClosed is returned by every call on a Client that was closed, and
+	// by calls still waiting when Close began. It is one value, whichever
+	// layer noticed the Close.
 	ErrClosed = redisio.ErrClosed
-	// ErrInvalidArgument: empty name, negative lease or wait, nil ctx, n <= 0
-	// permits, nil locks. Nothing was sent to Redis.
+	// ErrInvalidArgument is returned when a call or its options are invalid:
+	// an empty name (or, on a Redis Cluster, one whose keys would span
+	// slots), a nil ctx, a negative lease or wait, a lease below MinLease,
+	// n <= 0 permits, a MultiLock or RedLock without locks or with a nil
+	// one, a read-to-write upgrade of a ReadWriteLock, an Extend of a
+	// watchdog-renewed hold. Nothing was changed in Redis.
 	ErrInvalidArgument = errors.New("lockactor: invalid argument")
-	// ErrNoQuorum: a RedLock or MultiLock could not reach the required holds.
+	// ErrNoQuorum is returned by a RedLock or MultiLock when it could not
+	// reach the holds it needs: by Lock and TryLock when member errors alone
+	// ruled the quorum out, by Unlock when too few members confirmed their
+	// release. It carries a *MemberError for each member that failed.
 	ErrNoQuorum = errors.New("lockactor: no quorum")
-	// ErrNotReplicated: a grant that too few replicas acknowledged was
-	// undone (WithReplicaSync). TryLock and TryAcquire report it; Lock and
-	// Acquire keep trying. The error says why: how many replicas
-	// acknowledged, or WAIT's own error (an ACL's NOPERM, for one).
+	// ErrNotReplicated is returned by TryLock and TryAcquire when a grant
+	// that too few replicas acknowledged was undone (WithReplicaSync); Lock
+	// and Acquire keep trying instead. The error says why: how many
+	// replicas acknowledged, or WAIT's own error (an ACL's NOPERM, for one).
 	ErrNotReplicated = redisio.ErrNotReplicated
 )
 
@@ -33,10 +46,15 @@ const maxNameInError = 128
 
 // nameError wraps err with the lock's name: `lock "orders": <err>`.
 func nameError(name string, err error) error {
+	return fmt.Errorf("lock %q: %w", shortName(name), err)
+}
+
+// shortName is name cut to maxNameInError bytes for an error message.
+func shortName(name string) string {
 	if len(name) > maxNameInError {
-		name = name[:maxNameInError] + "..."
+		return name[:maxNameInError] + "..."
 	}
-	return fmt.Errorf("lock %q: %w", name, err)
+	return name
 }
 
 // invalid builds an ErrInvalidArgument that says what was wrong.
@@ -45,10 +63,49 @@ func invalid(name, what string) error {
 }
 
 // MemberError is one member's failure within a MultiLock or RedLock
-// operation: Name is the member lock's name, Err what went wrong there.
-// Errors of ErrNoQuorum carry one per failed member; match them with
-// errors.As:
+// operation. Errors matching ErrNoQuorum carry one per failed member; find
+// them with errors.As:
 //
 //	var me *lockactor.MemberError
 //	if errors.As(err, &me) { log.Println(me.Name, me.Err) }
-type MemberError = actors.MemberError
+//
+// errors.As finds the first; a failure of several members joins their
+// MemberErrors (errors.Join), which Unwrap() []error lists.
+type MemberError struct {
+	// Name is the member lock's name.
+	Name string
+	// Err is what went wrong at that member: a Redis error, ErrClosed when
+	// the member's Client was closed, or an error saying that the member
+	// did not answer within the group's node timeout.
+	Err error
+}
+
+// Error names the member and says what went wrong there.
+func (e *MemberError) Error() string {
+	return fmt.Sprintf("member %q: %v", shortName(e.Name), e.Err)
+}
+
+// Unwrap gives the member's own error to errors.Is and errors.As.
+func (e *MemberError) Unwrap() error { return e.Err }
+
+// memberErrors rewrites a group coordinator's error for the caller: each
+// *actors.MemberError in it, alone or joined with others, becomes a
+// *MemberError. Other errors pass through unchanged.
+func memberErrors(err error) error {
+	switch e := err.(type) {
+	case *actors.MemberError:
+		return &MemberError{Name: e.Name, Err: e.Err}
+	case interface{ Unwrap() []error }:
+		errs := e.Unwrap()
+		out := make([]error, len(errs))
+		changed := false
+		for i, part := range errs {
+			out[i] = memberErrors(part)
+			changed = changed || out[i] != part
+		}
+		if changed {
+			return errors.Join(out...)
+		}
+	}
+	return err
+}

@@ -88,6 +88,36 @@ func ExampleLock_TryLock() {
 	// second, after first's Unlock: true
 }
 
+// Extend gives a hold taken WithLease more time, from now, before its lease
+// runs out. A watchdog-renewed hold needs no Extend, and refuses one.
+func ExampleLock_Extend() {
+	client, stop := newExampleClient()
+	defer stop()
+	ctx := context.Background()
+	// Shown from here.
+	lock := client.Lock("import:7")
+	if err := lock.Lock(ctx, lockactor.WithLease(time.Minute)); err != nil {
+		log.Fatal(err)
+	}
+	// The import takes longer than planned: ten more minutes from now.
+	if err := lock.Extend(ctx, 10*time.Minute); err != nil {
+		log.Fatal(err) // ErrNotHeld: the lease ran out first
+	}
+	left, _ := lock.RemainingLease(ctx)
+	fmt.Println("more than a minute left:", left > time.Minute)
+	_ = lock.Unlock(ctx)
+	fmt.Println("after Unlock:", errors.Is(lock.Extend(ctx, time.Minute), lockactor.ErrNotHeld))
+
+	watched := client.Lock("import:8")
+	_ = watched.Lock(ctx) // no WithLease: the watchdog renews it
+	fmt.Println("watchdog hold:", errors.Is(watched.Extend(ctx, time.Minute), lockactor.ErrInvalidArgument))
+	_ = watched.Unlock(ctx)
+	// Output:
+	// more than a minute left: true
+	// after Unlock: true
+	// watchdog hold: true
+}
+
 // Every error names its lock and matches a sentinel error (or the context's
 // error) with errors.Is.
 func ExampleLock_Unlock_notHeld() {

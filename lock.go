@@ -2,6 +2,7 @@ package lockactor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -172,6 +173,54 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		l.token, l.since = 0, time.Time{}
 		l.mu.Unlock()
 		l.c.metrics.held(ctx, l.callKind(), l.name, since, called)
+	}
+	return nil
+}
+
+// Extend gives a WithLease hold `lease` more from now (the key's TTL becomes
+// lease): ErrNotHeld if this handle does not hold the lock (never held,
+// released, or expired); ErrInvalidArgument for lease <= 0 or on a
+// watchdog-renewed hold.
+//
+// It works for every kind of Lock: a plain Lock, a FairLock, a FencedLock
+// (the token stays the same) and either view of a ReadWriteLock, whose key
+// keeps the longest lease any of its holds needs (its TTL becomes at least
+// lease). A lease below MinLease is ErrInvalidArgument too, as with
+// WithLease. A reentrant hold is extended as a whole, and a later WithLease
+// acquisition by the same handle sets its lease again. A hold found gone in
+// Redis closes Lost. A Redis error is returned wrapped and leaves the
+// hold's lease as it was; if ctx ends first, the lease may or may not have
+// been extended. On a member of a MultiLock or RedLock it extends that
+// member alone (a RedLock re-applies its own lease to its members).
+func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	switch {
+	case lease <= 0:
+		return invalid(l.name, fmt.Sprintf("extend by lease %v <= 0", lease))
+	case lease < MinLease:
+		return invalid(l.name, fmt.Sprintf("extend by lease %v below MinLease (%v)", lease, MinLease))
+	}
+	m := &messages.Extend{Owner: l.owner, Mode: l.mode, Lease: lease, Handle: true, Reply: make(chan messages.ExtendResult, 1)}
+	if err := l.c.rt.Send(l.key, m); err != nil {
+		return errClosed(l.name)
+	}
+	var res messages.ExtendResult
+	select {
+	case res = <-m.Reply:
+	case <-ctx.Done():
+		return nameError(l.name, ctx.Err())
+	case <-l.c.done:
+		return errClosed(l.name)
+	}
+	switch {
+	case res.Err != nil:
+		return nameError(l.name, res.Err)
+	case res.Watchdog:
+		return invalid(l.name, "extend of a watchdog-renewed hold (Extend is for holds taken WithLease)")
+	case !res.OK:
+		return nameError(l.name, ErrNotHeld)
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func (gr *group) ask(ctx context.Context, opts []LockOption, tryOnly bool) (bool
 	case err != nil:
 		return false, nameError(gr.name, err)
 	case res.Err != nil:
-		return false, nameError(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, res.Err))
+		return false, nameError(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, memberErrors(res.Err)))
 	case !res.Granted:
 		return false, nil
 	}
@@ -187,7 +187,7 @@ func (gr *group) Unlock(ctx context.Context) error {
 	case res.NotHeld:
 		return nameError(gr.name, ErrNotHeld)
 	case res.Err != nil:
-		return nameError(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, res.Err))
+		return nameError(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, memberErrors(res.Err)))
 	}
 	return nil
 }

@@ -282,6 +282,8 @@ func (b *base) recoverPanic(ctx actor.Context) {
 		m.Answer(messages.ReleaseResult{Err: err})
 	case *messages.Adjust:
 		answerAdjust(m, messages.AdjustResult{Err: err})
+	case *messages.Extend:
+		m.Answer(messages.ExtendResult{Err: err})
 	}
 }
 

@@ -302,10 +302,13 @@ func memberError(mem Member, err error) error {
 	return &MemberError{Name: mem.Key.Name, Err: err}
 }
 
-// MemberError is one member's failure within a group operation.
+// MemberError is one member's failure within a group operation, as the
+// coordinator reports it (alone, or joined with others by errors.Join).
+// The root package hands callers its own lockactor.MemberError instead:
+// see memberErrors in errors.go there.
 type MemberError struct {
-	Name string
-	Err  error
+	Name string // the member lock's name
+	Err  error  // what went wrong at that member
 }
 
 // Error names the member and says what went wrong.

@@ -173,6 +173,15 @@ func extend(label, own string, lease time.Duration) step {
 	}
 }
 
+// handleExtend is a handle's own Extend (Lock.Extend) of own's hold.
+func handleExtend(label, own string, lease time.Duration) step {
+	return func(h *harness) {
+		m := &messages.Extend{Owner: "c:" + own, Lease: lease, Handle: true, Reply: make(chan messages.ExtendResult, 1)}
+		h.ext[label] = m
+		h.send(m)
+	}
+}
+
 // Redis.
 
 // expect waits for the actor's next call, checks it is what, and does acts
@@ -346,6 +355,9 @@ func (h *harness) answer(label string, wait time.Duration) (string, bool) {
 			return "", false
 		}
 		s = describe(r.OK, false, false, r.Err, "refused")
+		if r.Watchdog {
+			s = "watchdog"
+		}
 	default:
 		h.t.Fatalf("no caller %q", label)
 	}

@@ -302,52 +302,6 @@ func (hb *holdBook) soon(d time.Duration) {
 // when the renewal could not be sent.
 type renewFunc func(k holdKey, lease time.Duration, then func(bool, error))
 
-// extend serves a RedLock coordinator's renewal of one node: it re-applies
-// m.Lease, and the reply comes back as an extended message.
-func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
-	b := hb.b
-	sent := time.Now()
-	renew(holdKey{m.Owner, m.Mode}, m.Lease, func(ok bool, err error) {
-		b.post(&extended{m: m, sent: sent, ok: ok, err: err})
-	})
-}
-
-// extended is the reply to a coordinator's renewal, posted back to the actor.
-type extended struct {
-	m    *messages.Extend
-	sent time.Time
-	ok   bool
-	err  error
-}
-
-// extended keeps the record in step with a coordinator's renewal and
-// answers it. It reports whether the hold was found gone (and is now lost).
-func (hb *holdBook) extended(m *extended) (lost bool) {
-	k := holdKey{m.m.Owner, m.m.Mode}
-	b := hb.b
-	b.redisError(OpRenew, m.err)
-	switch {
-	case m.err != nil:
-		b.rt.cfg.Observer.Renewed(b.key, RenewError)
-	case m.ok:
-		b.rt.cfg.Observer.Renewed(b.key, RenewOK)
-	default:
-		b.rt.cfg.Observer.Renewed(b.key, RenewGone)
-	}
-	if h := hb.holds[k]; h != nil && m.err == nil {
-		if m.ok {
-			h.lease = m.m.Lease
-			h.confirm(m.sent, hb.watchdog)
-			h.until = time.Now().Add(m.m.Lease)
-		} else {
-			hb.drop(k, h, true)
-			lost = true
-		}
-	}
-	m.m.Answer(messages.ExtendResult{OK: m.ok, Err: m.err})
-	return lost
-}
-
 // lose closes the Lost channel of m's hold and forgets it.
 func (hb *holdBook) lose(m *messages.Lose) {
 	k := holdKey{m.Owner, m.Mode}

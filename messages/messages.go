@@ -102,12 +102,17 @@ type Tick struct{}
 type Continue struct{}
 
 // Extend re-applies Lease to Owner's hold if it still exists: a RedLock
-// coordinator's renewal of one node.
+// coordinator's renewal of one node, or a handle's Lock.Extend (Handle).
 type Extend struct {
 	Owner string
 	Mode  Mode
 	Lease time.Duration
-	Reply chan ExtendResult // buffered (1); nil when Then takes the answer
+	// Handle marks a handle's own Extend: only a fixed-lease hold that the
+	// actor records, neither lost nor run out by its clock, is extended;
+	// otherwise the actor answers without asking Redis (not OK, or
+	// Watchdog for a watchdog-renewed hold).
+	Handle bool
+	Reply  chan ExtendResult // buffered (1); nil when Then takes the answer
 	// Then, when set, receives the answer instead, on the answering
 	// actor's goroutine; it must not block.
 	Then func(ExtendResult)
@@ -127,8 +132,9 @@ func (m *Extend) Answer(res ExtendResult) {
 
 // ExtendResult answers an Extend.
 type ExtendResult struct {
-	OK  bool  // the hold existed and the lease was re-applied
-	Err error // a Redis error
+	OK       bool  // the hold existed and the lease was re-applied
+	Watchdog bool  // a Handle Extend of a watchdog-renewed hold: nothing was done
+	Err      error // a Redis error
 }
 
 // Lose marks Owner's hold as lost (its RedLock can no longer keep a

@@ -1,0 +1,83 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/lockactor/lockactor/messages"
+)
+
+// An Extend re-applies a lease to one owner's hold (holds.go keeps the
+// record): a RedLock coordinator's renewal of one node, or a handle's own
+// Lock.Extend.
+
+// extend serves a RedLock coordinator's renewal of one node, or a
+// handle's Extend: it re-applies m.Lease, and the reply comes back as an
+// extended message. A handle may extend only a fixed-lease hold this actor
+// records and still counts as held (not lost, lease not run out by the
+// local clock, which starts it when the grant was sent: never later than
+// Redis); anything else is answered here, without Redis.
+func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
+	k := holdKey{m.Owner, m.Mode}
+	var h *hold
+	if m.Handle {
+		h = hb.holds[k]
+		switch {
+		case h == nil || h.isLost() || h.expired(time.Now()):
+			m.Answer(messages.ExtendResult{})
+			return
+		case h.lease == 0:
+			m.Answer(messages.ExtendResult{Watchdog: true})
+			return
+		}
+	}
+	b := hb.b
+	sent := time.Now()
+	renew(k, m.Lease, func(ok bool, err error) {
+		b.post(&extended{m: m, h: h, sent: sent, ok: ok, err: err})
+	})
+}
+
+// extended is the reply to a renewal that extend sent, posted back to the
+// actor.
+type extended struct {
+	m    *messages.Extend
+	h    *hold // a handle's Extend: the hold it extended; nil for a coordinator's
+	sent time.Time
+	ok   bool
+	err  error
+}
+
+// extended keeps the record in step with a coordinator's renewal and
+// answers it. It reports whether the hold was found gone (and is now lost).
+func (hb *holdBook) extended(m *extended) (lost bool) {
+	k := holdKey{m.m.Owner, m.m.Mode}
+	b := hb.b
+	b.redisError(OpRenew, m.err)
+	switch {
+	case m.err != nil:
+		b.rt.cfg.Observer.Renewed(b.key, RenewError)
+	case m.ok:
+		b.rt.cfg.Observer.Renewed(b.key, RenewOK)
+	default:
+		b.rt.cfg.Observer.Renewed(b.key, RenewGone)
+	}
+	h := hb.holds[k]
+	switch {
+	case m.h != nil && h != m.h:
+		h = nil // released (and maybe taken again) while the renewal was out
+	case h != nil && m.sent.Before(h.confirmed):
+		h = nil // a later grant set the lease Redis has now
+	}
+	if h != nil && m.err == nil {
+		if m.ok {
+			h.lease = m.m.Lease
+			h.confirm(m.sent, hb.watchdog)
+			h.until = time.Now().Add(m.m.Lease)
+		} else {
+			hb.drop(k, h, true)
+			lost = true
+		}
+	}
+	m.m.Answer(messages.ExtendResult{OK: m.ok, Err: m.err})
+	return lost
+}

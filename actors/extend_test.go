@@ -1,0 +1,63 @@
+package actors
+
+import (
+	"testing"
+)
+
+// TestLockActor_HandleExtend covers a handle's own Extend (Lock.Extend):
+// only a fixed-lease hold the actor records and still counts as held is
+// extended in Redis; anything else is answered at once, with no call. A
+// RedLock coordinator's Extend keeps asking Redis whatever the record says.
+func TestLockActor_HandleExtend(t *testing.T) {
+	run(t, KindLock, []scenario{
+		{name: "a fixed-lease hold is extended in Redis and stays held", steps: holding(
+			handleExtend("e", "h", long),
+			expect("renew h", done(true)),
+			answered("e", "granted"),
+			unlock("u", "h"),
+			expect("unlock h", reply(released)),
+			answered("u", "gone"),
+		)},
+		{name: "a hold Redis no longer has: not held", steps: holding(
+			handleExtend("e", "h", long),
+			expect("renew h", done(false)),
+			answered("e", "refused"),
+			noCall(20*ms),
+		)},
+		{name: "a watchdog hold: refused without Redis", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			handleExtend("e", "h", long),
+			answered("e", "watchdog"),
+			noCall(20 * ms),
+		}},
+		{name: "never held: not held without Redis", steps: []step{
+			handleExtend("e", "x", long),
+			answered("e", "refused"),
+			noCall(20 * ms),
+		}},
+		{name: "released: not held without Redis", steps: holding(
+			unlock("u", "h"),
+			expect("unlock h", reply(released)),
+			answered("u", "gone"),
+			handleExtend("e", "h", long),
+			answered("e", "refused"),
+			noCall(20*ms),
+		)},
+		{name: "a lease run out by the local clock: not held without Redis", steps: []step{
+			lock("h", "h", 100*ms),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			noCall(120 * ms), // the lease runs out
+			handleExtend("e", "h", long),
+			answered("e", "refused"),
+			noCall(20 * ms),
+		}},
+		{name: "a coordinator's Extend is sent whatever the record says", steps: []step{
+			extend("e", "x", long),
+			expect("renew x", done(true)),
+			answered("e", "granted"),
+		}},
+	})
+}
