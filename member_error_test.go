@@ -52,10 +52,10 @@ func TestGroupFailuresCarryMemberErrors(t *testing.T) {
 		// run sets the members up on three Clients of three servers (and
 		// breaks some), then makes the failing call; it returns the call's
 		// error and the members that must be reported failed.
-		run   func(t *testing.T, servers []*redistest.Server, clients []*lockactor.Client) (error, []string)
+		run   func(t *testing.T, servers []*redistest.Server, clients []*lockactor.Client) (failed []string, err error)
 		cause error // what every failed member's Err must match
 	}{
-		{"RedLock TryLock, 2 of 3 Clients closed", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (error, []string) {
+		{"RedLock TryLock, 2 of 3 Clients closed", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (failed []string, err error) {
 			rl := lockactor.NewRedLock(cs[0].Lock("rl-try-a"), cs[1].Lock("rl-try-b"), cs[2].Lock("rl-try-c"))
 			closeClient(t, cs[1])
 			closeClient(t, cs[2])
@@ -63,48 +63,48 @@ func TestGroupFailuresCarryMemberErrors(t *testing.T) {
 			if ok {
 				t.Fatal("TryLock held with 2 of 3 Clients closed")
 			}
-			return err, []string{"rl-try-b", "rl-try-c"}
+			return []string{"rl-try-b", "rl-try-c"}, err
 		}, lockactor.ErrClosed},
-		{"RedLock Unlock, 2 of 3 Clients closed while held", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (error, []string) {
+		{"RedLock Unlock, 2 of 3 Clients closed while held", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (failed []string, err error) {
 			rl := lockactor.NewRedLock(cs[0].Lock("rl-un-a"), cs[1].Lock("rl-un-b"), cs[2].Lock("rl-un-c"))
 			if ok, err := rl.TryLock(ctx); !ok || err != nil {
 				t.Fatalf("TryLock = %v, %v", ok, err)
 			}
 			closeClient(t, cs[1])
 			closeClient(t, cs[2])
-			return rl.Unlock(ctx), []string{"rl-un-b", "rl-un-c"}
+			return []string{"rl-un-b", "rl-un-c"}, rl.Unlock(ctx)
 		}, lockactor.ErrClosed},
-		{"MultiLock TryLock, one member's Client closed", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (error, []string) {
+		{"MultiLock TryLock, one member's Client closed", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (failed []string, err error) {
 			ml := lockactor.NewMultiLock(cs[0].Lock("ml-try-a"), cs[1].Lock("ml-try-b"))
 			closeClient(t, cs[1])
 			ok, err := ml.TryLock(ctx)
 			if ok {
 				t.Fatal("TryLock held with a member's Client closed")
 			}
-			return err, []string{"ml-try-b"}
+			return []string{"ml-try-b"}, err
 		}, lockactor.ErrClosed},
-		{"MultiLock Unlock, one member's Client closed while held", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (error, []string) {
+		{"MultiLock Unlock, one member's Client closed while held", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (failed []string, err error) {
 			ml := lockactor.NewMultiLock(cs[0].Lock("ml-un-a"), cs[1].Lock("ml-un-b"), cs[2].Lock("ml-un-c"))
 			if ok, err := ml.TryLock(ctx); !ok || err != nil {
 				t.Fatalf("TryLock = %v, %v", ok, err)
 			}
 			closeClient(t, cs[2])
-			return ml.Unlock(ctx), []string{"ml-un-c"}
+			return []string{"ml-un-c"}, ml.Unlock(ctx)
 		}, lockactor.ErrClosed},
-		{"MultiLock TryLock, one member's server stopped", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (error, []string) {
+		{"MultiLock TryLock, one member's server stopped", func(t *testing.T, servers []*redistest.Server, cs []*lockactor.Client) (failed []string, err error) {
 			ml := lockactor.NewMultiLock(cs[0].Lock("ml-dead-a"), cs[1].Lock("ml-dead-b"))
 			servers[1].Kill(t)
 			ok, err := ml.TryLock(ctx)
 			if ok {
 				t.Fatal("TryLock held with a member's server stopped")
 			}
-			return err, []string{"ml-dead-b"}
+			return []string{"ml-dead-b"}, err
 		}, syscall.ECONNREFUSED},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			servers, clients := redlockNodes(t, 3)
-			err, failed := tt.run(t, servers, clients)
+			failed, err := tt.run(t, servers, clients)
 			if !errors.Is(err, lockactor.ErrNoQuorum) {
 				t.Fatalf("err = %v, want ErrNoQuorum", err)
 			}
