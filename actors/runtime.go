@@ -29,8 +29,8 @@ const (
 	KindFair                  // FIFO across clients (RedissonFairLock)
 	KindRW                    // read-write lock (RedissonReadWriteLock)
 	KindSemaphore             // counting semaphore (RedissonSemaphore)
-	KindGroup                 // MultiLock / RedLock coordinator
 	KindPermit                // permits with ids and leases (RedissonPermitExpirableSemaphore)
+	KindGroup                 // MultiLock / RedLock coordinator; the last kind (NumKinds)
 )
 
 // tag names the kind in its actors' latch keys.
