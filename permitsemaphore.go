@@ -15,9 +15,10 @@ import (
 
 // PermitSemaphore is Redisson's RPermitExpirableSemaphore: every acquired permit has an
 // id and a lease, and Redis takes the permit back when the lease ends, whether
-// or not its holder is still alive. A process that dies holding permits so
-// loses them after at most their lease, where a Semaphore's would be lost for
-// good.
+// or not its holder is still alive. The permits of a process that dies
+// holding them so come back after at most their lease, where a Semaphore's
+// would be lost for good. There is no watchdog: choose a lease longer than
+// the work, or extend it with UpdateLease.
 //
 // The key holds the number of available permits, as a Semaphore's does
 // (TrySetPermits and AddPermits behave the same); the sorted set
