@@ -68,6 +68,16 @@ var (
 	_ func(*lockactor.Semaphore, context.Context, int, time.Duration) (bool, error) = (*lockactor.Semaphore).TryAcquire
 	_ func(*lockactor.Semaphore, context.Context, int) error                        = (*lockactor.Semaphore).Release
 
+	_ func(*lockactor.Client, string) *lockactor.PermitSemaphore                                            = (*lockactor.Client).PermitSemaphore
+	_ func(*lockactor.PermitSemaphore) string                                                               = (*lockactor.PermitSemaphore).Name
+	_ func(*lockactor.PermitSemaphore, context.Context, int) (bool, error)                                  = (*lockactor.PermitSemaphore).TrySetPermits
+	_ func(*lockactor.PermitSemaphore, context.Context, int) error                                          = (*lockactor.PermitSemaphore).AddPermits
+	_ func(*lockactor.PermitSemaphore, context.Context) (int, error)                                        = (*lockactor.PermitSemaphore).AvailablePermits
+	_ func(*lockactor.PermitSemaphore, context.Context, time.Duration) (string, error)                      = (*lockactor.PermitSemaphore).Acquire
+	_ func(*lockactor.PermitSemaphore, context.Context, time.Duration, time.Duration) (string, bool, error) = (*lockactor.PermitSemaphore).TryAcquire
+	_ func(*lockactor.PermitSemaphore, context.Context, string) error                                       = (*lockactor.PermitSemaphore).Release
+	_ func(*lockactor.PermitSemaphore, context.Context, string, time.Duration) error                        = (*lockactor.PermitSemaphore).UpdateLease
+
 	_ func(...*lockactor.Lock) *lockactor.MultiLock = lockactor.NewMultiLock
 	_ func(...*lockactor.Lock) *lockactor.RedLock   = lockactor.NewRedLock
 	_ func(*lockactor.RedLock) time.Duration        = (*lockactor.RedLock).Validity

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(chaosEnv); addr != "" {
 		os.Exit(chaosChild(addr)) // a lock-holder process of the chaos test
 	}
+	if addr := os.Getenv(permitChildEnv); addr != "" {
+		os.Exit(permitChild(addr)) // a permit holder that is killed
+	}
 	code := m.Run()
 	redistest.StopShared() // the package's one Redis Cluster, if a test started it
 	if code == 0 {

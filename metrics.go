@@ -44,12 +44,13 @@ const (
 	callRead
 	callWrite
 	callSemaphore
+	callPermit
 	callMultiLock
 	callRedLock
 	numCallKinds
 )
 
-var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "multilock", "redlock"}
+var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock"}
 
 // outcome is how an acquisition call ended.
 type outcome uint8
@@ -70,7 +71,8 @@ const numActorKinds = actors.NumKinds + 1
 
 var actorKindNames = [numActorKinds]string{
 	actors.KindLock: "lock", actors.KindFenced: "fenced", actors.KindFair: "fair",
-	actors.KindRW: "rwlock", actors.KindSemaphore: "semaphore", actors.KindGroup: "multilock",
+	actors.KindRW: "rwlock", actors.KindSemaphore: "semaphore",
+	actors.KindPermit: "permit", actors.KindGroup: "multilock",
 	actors.NumKinds: "redlock",
 }
 

@@ -88,20 +88,26 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 // adjust asks the semaphore's actor to change the permits and waits for its
 // answer, ctx or Close.
 func (s *Semaphore) adjust(ctx context.Context, m *messages.Adjust) (messages.AdjustResult, error) {
+	return adjustPermits(ctx, s.c, s.key, s.name, m)
+}
+
+// adjustPermits sends m to the actor of key (a Semaphore's or a
+// PermitSemaphore's) and waits for its answer, ctx or Close.
+func adjustPermits(ctx context.Context, c *Client, key actors.Key, name string, m *messages.Adjust) (messages.AdjustResult, error) {
 	m.Reply = make(chan messages.AdjustResult, 1)
-	if err := s.c.rt.Send(s.key, m); err != nil {
-		return messages.AdjustResult{}, errClosed(s.name)
+	if err := c.rt.Send(key, m); err != nil {
+		return messages.AdjustResult{}, errClosed(name)
 	}
 	select {
 	case res := <-m.Reply:
 		if res.Err != nil {
-			return res, nameError(s.name, res.Err)
+			return res, nameError(name, res.Err)
 		}
 		return res, nil
 	case <-ctx.Done():
-		return messages.AdjustResult{}, nameError(s.name, ctx.Err())
-	case <-s.c.done:
-		return messages.AdjustResult{}, errClosed(s.name)
+		return messages.AdjustResult{}, nameError(name, ctx.Err())
+	case <-c.done:
+		return messages.AdjustResult{}, errClosed(name)
 	}
 }
 

@@ -29,7 +29,8 @@ const (
 	KindFair                  // FIFO across clients (RedissonFairLock)
 	KindRW                    // read-write lock (RedissonReadWriteLock)
 	KindSemaphore             // counting semaphore (RedissonSemaphore)
-	KindGroup                 // MultiLock / RedLock coordinator
+	KindPermit                // permits with ids and leases (RedissonPermitExpirableSemaphore)
+	KindGroup                 // MultiLock / RedLock coordinator; the last kind (NumKinds)
 )
 
 // tag names the kind in its actors' latch keys.
@@ -45,6 +46,8 @@ func (k Kind) tag() string {
 		return "rw"
 	case KindSemaphore:
 		return "sem"
+	case KindPermit:
+		return "permit"
 	}
 	return "group"
 }
@@ -269,6 +272,10 @@ func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
 		return newFairActor(rt, key, e)
 	case KindSemaphore:
 		return newSemaphoreActor(rt, key, e)
+	case KindPermit:
+		a := newSemaphoreActor(rt, key, e)
+		a.permit = true
+		return a
 	}
 	return newLockActor(rt, key, e, reentrant{})
 }

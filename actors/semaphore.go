@@ -38,6 +38,11 @@ type semaphoreActor struct {
 
 	sig   signal
 	subID uint64
+
+	// permit: a permit semaphore (KindPermit; permit.go). Each request takes
+	// one permit named by its Owner (the permit id) for its Lease, and a
+	// release gives back the permit of its Owner.
+	permit bool
 }
 
 // semVerdict: until when a request for at least permits is known to fail.
@@ -80,7 +85,7 @@ func (a *semaphoreActor) Receive(ctx actor.Context) {
 			a.waiters.push(m)
 		}
 	case *messages.Release:
-		a.owed.push(&owed{n: m.Permits, m: m, due: time.Now()})
+		a.owed.push(&owed{n: m.Permits, m: m, k: holdKey{owner: m.Owner}, due: time.Now()})
 	case *messages.Adjust:
 		a.adjusts = append(a.adjusts, m)
 	case *messages.Abandon:

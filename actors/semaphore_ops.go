@@ -11,6 +11,10 @@ import (
 
 // try sends the acquire script for m (queued: the head of the queue).
 func (a *semaphoreActor) try(m *messages.Acquire, queued bool) {
+	if a.permit {
+		a.ledger.send(&permAttempt{a: a, m: m, queued: queued, news: a.news})
+		return
+	}
 	a.ledger.send(&semAttempt{a: a, m: m, queued: queued, news: a.news})
 }
 
@@ -87,7 +91,11 @@ func (a *semaphoreActor) runOwed(now time.Time) bool {
 	if o == nil {
 		return false
 	}
-	a.ledger.send(&semGiveBack{a: a, o: o})
+	if a.permit {
+		a.ledger.send(&permGiveBack{a: a, o: o})
+	} else {
+		a.ledger.send(&semGiveBack{a: a, o: o})
+	}
 	return true
 }
 

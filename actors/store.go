@@ -42,6 +42,10 @@ type store interface {
 	SemaphoreAdd(ctx context.Context, op redisio.Op, name string, n int) redisio.Reply
 	SemaphoreSet(ctx context.Context, op redisio.Op, name string, n int) redisio.Reply
 
+	// RedissonPermitExpirableSemaphore (adjustments use the semaphore's).
+	PermitAcquire(ctx context.Context, op redisio.Op, name, member string, lease time.Duration) redisio.Reply
+	PermitRelease(ctx context.Context, op redisio.Op, name, member string) redisio.Reply
+
 	// The latch: settling a lost reply (latch_resolve.lua), deleting a
 	// retiring actor's record.
 	ResolveThen(ctx context.Context, op redisio.Op, then func(s redisio.Settlement, r redisio.Reply, err error))

@@ -135,6 +135,14 @@ func (f *fakeStore) SemaphoreSet(_ context.Context, op redisio.Op, _ string, n i
 	return f.latched(op, fmt.Sprint("sem_set ", n), 0)
 }
 
+func (f *fakeStore) PermitAcquire(_ context.Context, op redisio.Op, _, _ string, _ time.Duration) redisio.Reply {
+	return f.latched(op, "permit_acquire", 0)
+}
+
+func (f *fakeStore) PermitRelease(_ context.Context, op redisio.Op, _, _ string) redisio.Reply {
+	return f.latched(op, "permit_release", 0)
+}
+
 // ResolveThen hands the test the settlement of the call whose reply was
 // lost; its name is "resolve " and that call's.
 func (f *fakeStore) ResolveThen(_ context.Context, op redisio.Op, then func(redisio.Settlement, redisio.Reply, error)) {

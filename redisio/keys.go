@@ -57,3 +57,7 @@ const (
 	ReadUnlockMessage  = "0"
 	WriteUnlockMessage = "1"
 )
+
+// PermitTimeouts is a permit semaphore's sorted set of held permit ids scored
+// by their lease deadlines: "{name}:timeout", as Redisson names it.
+func PermitTimeouts(name string) string { return Suffixed(name, "timeout") }

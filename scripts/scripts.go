@@ -55,6 +55,14 @@ var (
 	semaphoreReleaseSrc string
 	//go:embed semaphore_set.lua
 	semaphoreSetSrc string
+	//go:embed permit_acquire.lua
+	permitAcquireSrc string
+	//go:embed permit_release.lua
+	permitReleaseSrc string
+	//go:embed permit_update.lua
+	permitUpdateSrc string
+	//go:embed permit_available.lua
+	permitAvailableSrc string
 	//go:embed latch.lua
 	latchSrc string
 	//go:embed latch_resolve.lua
@@ -108,6 +116,15 @@ var (
 	SemaphoreSet     = redis.NewScript(semaphoreSetSrc)     // semaphore_set.lua
 )
 
+// PermitSemaphore (RedissonPermitExpirableSemaphore): TrySetPermits and
+// AddPermits run SemaphoreSet and SemaphoreRelease on the same count key.
+var (
+	PermitAcquire   = redis.NewScript(permitAcquireSrc)   // permit_acquire.lua
+	PermitRelease   = redis.NewScript(permitReleaseSrc)   // permit_release.lua
+	PermitUpdate    = redis.NewScript(permitUpdateSrc)    // permit_update.lua; unlatched
+	PermitAvailable = redis.NewScript(permitAvailableSrc) // permit_available.lua; unlatched
+)
+
 // Latched holds the state-changing scripts above wrapped by latch.lua, which
 // makes each safe to send twice: they take the body's KEYS and ARGV followed
 // by the latch key (KEYS) and the request's sequence number and the latch's
@@ -118,6 +135,7 @@ var Latched = struct {
 	FairLock, FairUnlock                             *redis.Script
 	ReadLock, ReadUnlock, WriteLock, WriteUnlock     *redis.Script
 	SemaphoreAcquire, SemaphoreRelease, SemaphoreSet *redis.Script
+	PermitAcquire, PermitRelease                     *redis.Script
 }{
 	Lock:             latched(lockSrc),
 	FencedLock:       latched(fencedLockSrc),
@@ -132,6 +150,8 @@ var Latched = struct {
 	SemaphoreAcquire: latched(semaphoreAcquireSrc),
 	SemaphoreRelease: latched(semaphoreReleaseSrc),
 	SemaphoreSet:     latched(semaphoreSetSrc),
+	PermitAcquire:    latched(permitAcquireSrc),
+	PermitRelease:    latched(permitReleaseSrc),
 }
 
 // The latch's own scripts.

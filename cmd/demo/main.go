@@ -9,11 +9,11 @@
 //	go run ./cmd/demo rwlock --timeline rw.html
 //	go run ./cmd/demo contention --redis redis://127.0.0.1:6379/0 --json
 //
-// Subcommands: contention, watchdog, fair, rwlock, semaphore, fenced and
-// redlock, one file each. Each prints a narrative and a summary on stdout
-// (with --json: one JSON object on stdout, the narrative on stderr), and
-// contention, fair, rwlock and redlock can draw their waits and holds into a
-// self-contained HTML page (--timeline FILE.html).
+// Subcommands: contention, watchdog, fair, rwlock, semaphore, permits,
+// fenced and redlock, one file each. Each prints a narrative and a summary
+// on stdout (with --json: one JSON object on stdout, the narrative on
+// stderr), and contention, fair, rwlock and redlock can draw their waits and
+// holds into a self-contained HTML page (--timeline FILE.html).
 //
 // Exit status: 0 when the scenario showed its guarantee, 1 when it did not
 // or the run failed (Redis unreachable, a lock call failed), 2 for bad flags.

@@ -33,6 +33,8 @@ var scenarioCases = []scenarioCase{
 		[]string{"readers  ", "writer   ", "readers in parallel: up to", "writer alone: OK (0 of"}, true},
 	{"semaphore", []string{"semaphore", "--duration", "1s"},
 		[]string{"permits in use (limit 3)", "permits back at the end: 3 of 3", "never above the limit: OK"}, false},
+	{"permits", []string{"permits", "--lease", "300ms"},
+		[]string{"crashed holder's permits back: 3 of 3", "late release of a dead permit: ErrNotHeld", "leases enforced by Redis: OK"}, false},
 	{"fenced", []string{"fenced", "--lease", "200ms"},
 		[]string{"REJECTED: stale fencing token", "storage holds: \"B's write\"", "stale token rejected: OK"}, false},
 	{"redlock", []string{"redlock", "--hold", "50ms"},
