@@ -46,10 +46,11 @@ const (
 	callSemaphore
 	callMultiLock
 	callRedLock
+	callLatch
 	numCallKinds
 )
 
-var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "multilock", "redlock"}
+var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "multilock", "redlock", "latch"}
 
 // outcome is how an acquisition call ended.
 type outcome uint8
@@ -70,8 +71,9 @@ const numActorKinds = actors.NumKinds + 1
 
 var actorKindNames = [numActorKinds]string{
 	actors.KindLock: "lock", actors.KindFenced: "fenced", actors.KindFair: "fair",
-	actors.KindRW: "rwlock", actors.KindSemaphore: "semaphore", actors.KindGroup: "multilock",
-	actors.NumKinds: "redlock",
+	actors.KindRW: "rwlock", actors.KindSemaphore: "semaphore", actors.KindCountDown: "latch",
+	actors.KindGroup: "multilock",
+	actors.NumKinds:  "redlock",
 }
 
 func actorKind(key actors.Key) int {

@@ -11,7 +11,8 @@ import (
 // its reply. Every such script runs latched (see redisio), so it is applied
 // at most once however often go-redis sends it. The kinds: lockAttempt and
 // lockRelease (lock_ops.go), fairAttempt and fairRelease (fair_ops.go),
-// semAttempt, semGiveBack and semAdjust (semaphore.go).
+// semAttempt, semGiveBack and semAdjust (semaphore_ops.go), cdAdjust
+// (countdown.go).
 type request interface {
 	// keep is how long the request's latch must outlive it.
 	keep() time.Duration

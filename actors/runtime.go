@@ -29,6 +29,7 @@ const (
 	KindFair                  // FIFO across clients (RedissonFairLock)
 	KindRW                    // read-write lock (RedissonReadWriteLock)
 	KindSemaphore             // counting semaphore (RedissonSemaphore)
+	KindCountDown             // count-down latch (RedissonCountDownLatch)
 	KindGroup                 // MultiLock / RedLock coordinator
 )
 
@@ -45,6 +46,8 @@ func (k Kind) tag() string {
 		return "rw"
 	case KindSemaphore:
 		return "sem"
+	case KindCountDown:
+		return "cdl"
 	}
 	return "group"
 }
@@ -269,6 +272,8 @@ func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
 		return newFairActor(rt, key, e)
 	case KindSemaphore:
 		return newSemaphoreActor(rt, key, e)
+	case KindCountDown:
+		return newCountDownActor(rt, key, e)
 	}
 	return newLockActor(rt, key, e, reentrant{})
 }

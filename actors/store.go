@@ -42,6 +42,12 @@ type store interface {
 	SemaphoreAdd(ctx context.Context, op redisio.Op, name string, n int) redisio.Reply
 	SemaphoreSet(ctx context.Context, op redisio.Op, name string, n int) redisio.Reply
 
+	// RedissonCountDownLatch. CountDownGetThen reads the count without
+	// waiting; then gets it on another goroutine.
+	CountDownSet(ctx context.Context, op redisio.Op, name string, n int64) redisio.Reply
+	CountDown(ctx context.Context, op redisio.Op, name string) redisio.Reply
+	CountDownGetThen(ctx context.Context, name string, then func(n int64, err error))
+
 	// The latch: settling a lost reply (latch_resolve.lua), deleting a
 	// retiring actor's record.
 	ResolveThen(ctx context.Context, op redisio.Op, then func(s redisio.Settlement, r redisio.Reply, err error))

@@ -135,6 +135,18 @@ func (f *fakeStore) SemaphoreSet(_ context.Context, op redisio.Op, _ string, n i
 	return f.latched(op, fmt.Sprint("sem_set ", n), 0)
 }
 
+func (f *fakeStore) CountDownSet(_ context.Context, op redisio.Op, _ string, n int64) redisio.Reply {
+	return f.latched(op, fmt.Sprint("cdl_set ", n), 0)
+}
+
+func (f *fakeStore) CountDown(_ context.Context, op redisio.Op, _ string) redisio.Reply {
+	return f.latched(op, "cdl_down", 0)
+}
+
+func (f *fakeStore) CountDownGetThen(_ context.Context, _ string, then func(int64, error)) {
+	f.calls <- &call{what: "cdl_get", count: then}
+}
+
 // ResolveThen hands the test the settlement of the call whose reply was
 // lost; its name is "resolve " and that call's.
 func (f *fakeStore) ResolveThen(_ context.Context, op redisio.Op, then func(redisio.Settlement, redisio.Reply, error)) {

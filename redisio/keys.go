@@ -57,3 +57,16 @@ const (
 	ReadUnlockMessage  = "0"
 	WriteUnlockMessage = "1"
 )
+
+// CountDownChannel is a CountDownLatch's channel, named as Redisson names it
+// (the prefix, then the name in braces, also when the name has braces of its
+// own): it carries CountDownZero and CountDownNew.
+func CountDownChannel(name string) string {
+	return "redisson_countdownlatch__channel__{" + name + "}"
+}
+
+// The CountDownLatch messages: the count reached zero, a new count was set.
+const (
+	CountDownZero = "0"
+	CountDownNew  = "1"
+)

@@ -55,6 +55,10 @@ var (
 	semaphoreReleaseSrc string
 	//go:embed semaphore_set.lua
 	semaphoreSetSrc string
+	//go:embed countdown_set.lua
+	countDownSetSrc string
+	//go:embed countdown_down.lua
+	countDownDownSrc string
 	//go:embed latch.lua
 	latchSrc string
 	//go:embed latch_resolve.lua
@@ -111,13 +115,16 @@ var (
 // Latched holds the state-changing scripts above wrapped by latch.lua, which
 // makes each safe to send twice: they take the body's KEYS and ARGV followed
 // by the latch key (KEYS) and the request's sequence number and the latch's
-// lifetime in ms (ARGV). Renewals and force unlocks need no latch: running
+// lifetime in ms (ARGV). A CountDownLatch's scripts (countdown_set.lua,
+// countdown_down.lua) exist only latched: a count-down sent twice would
+// count twice. Renewals and force unlocks need no latch: running
 // them twice changes nothing.
 var Latched = struct {
 	Lock, FencedLock, Unlock, Handoff                *redis.Script
 	FairLock, FairUnlock                             *redis.Script
 	ReadLock, ReadUnlock, WriteLock, WriteUnlock     *redis.Script
 	SemaphoreAcquire, SemaphoreRelease, SemaphoreSet *redis.Script
+	CountDownSet, CountDownDown                      *redis.Script
 }{
 	Lock:             latched(lockSrc),
 	FencedLock:       latched(fencedLockSrc),
@@ -132,6 +139,8 @@ var Latched = struct {
 	SemaphoreAcquire: latched(semaphoreAcquireSrc),
 	SemaphoreRelease: latched(semaphoreReleaseSrc),
 	SemaphoreSet:     latched(semaphoreSetSrc),
+	CountDownSet:     latched(countDownSetSrc),
+	CountDownDown:    latched(countDownDownSrc),
 }
 
 // The latch's own scripts.
