@@ -67,6 +67,12 @@ var (
 	_ func(*lockactor.Semaphore, context.Context, int) error                        = (*lockactor.Semaphore).Acquire
 	_ func(*lockactor.Semaphore, context.Context, int, time.Duration) (bool, error) = (*lockactor.Semaphore).TryAcquire
 	_ func(*lockactor.Semaphore, context.Context, int) error                        = (*lockactor.Semaphore).Release
+	_ func(*lockactor.Client, string) *lockactor.CountDownLatch                     = (*lockactor.Client).CountDownLatch
+	_ func(*lockactor.CountDownLatch) string                                        = (*lockactor.CountDownLatch).Name
+	_ func(*lockactor.CountDownLatch, context.Context, int64) (bool, error)         = (*lockactor.CountDownLatch).TrySetCount
+	_ func(*lockactor.CountDownLatch, context.Context) error                        = (*lockactor.CountDownLatch).CountDown
+	_ func(*lockactor.CountDownLatch, context.Context) (int64, error)               = (*lockactor.CountDownLatch).Count
+	_ func(*lockactor.CountDownLatch, context.Context) error                        = (*lockactor.CountDownLatch).Await
 
 	_ func(*lockactor.Client, string) *lockactor.PermitSemaphore                                            = (*lockactor.Client).PermitSemaphore
 	_ func(*lockactor.PermitSemaphore) string                                                               = (*lockactor.PermitSemaphore).Name

@@ -231,6 +231,27 @@ func ExampleClient_Semaphore() {
 	// available: 2
 }
 
+// Workers count a latch down; a waiter on any client goes on once all have.
+func ExampleClient_CountDownLatch() {
+	client, stop := newExampleClient()
+	defer stop()
+	ctx := context.Background()
+	// Shown from here.
+	ready := client.CountDownLatch("workers-ready")
+	_, _ = ready.TrySetCount(ctx, 3) // only when no count is set
+	for range 3 {
+		go func() {
+			_ = client.CountDownLatch("workers-ready").CountDown(ctx)
+		}()
+	}
+	if err := ready.Await(ctx); err != nil { // until the count reaches 0
+		log.Fatal(err)
+	}
+	n, _ := ready.Count(ctx)
+	fmt.Println("all workers ready; count:", n)
+	// Output: all workers ready; count: 0
+}
+
 func ExampleClient_FairLock() {
 	client, stop := newExampleClient()
 	defer stop()

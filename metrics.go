@@ -47,10 +47,11 @@ const (
 	callPermit
 	callMultiLock
 	callRedLock
+	callLatch
 	numCallKinds
 )
 
-var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock"}
+var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock", "latch"}
 
 // outcome is how an acquisition call ended.
 type outcome uint8
@@ -72,8 +73,8 @@ const numActorKinds = actors.NumKinds + 1
 var actorKindNames = [numActorKinds]string{
 	actors.KindLock: "lock", actors.KindFenced: "fenced", actors.KindFair: "fair",
 	actors.KindRW: "rwlock", actors.KindSemaphore: "semaphore",
-	actors.KindPermit: "permit", actors.KindGroup: "multilock",
-	actors.NumKinds: "redlock",
+	actors.KindPermit: "permit", actors.KindCountDown: "latch",
+	actors.KindGroup: "multilock", actors.NumKinds: "redlock",
 }
 
 func actorKind(key actors.Key) int {

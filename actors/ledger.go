@@ -12,7 +12,7 @@ import (
 // at most once however often go-redis sends it. The kinds: lockAttempt and
 // lockRelease (lock_ops.go), fairAttempt and fairRelease (fair_ops.go),
 // semAttempt, semGiveBack and semAdjust (semaphore_ops.go), permAttempt and
-// permGiveBack (permit.go).
+// permGiveBack (permit.go), cdAdjust (countdown.go).
 type request interface {
 	// keep is how long the request's latch must outlive it.
 	keep() time.Duration

@@ -30,6 +30,7 @@ const (
 	KindRW                    // read-write lock (RedissonReadWriteLock)
 	KindSemaphore             // counting semaphore (RedissonSemaphore)
 	KindPermit                // permits with ids and leases (RedissonPermitExpirableSemaphore)
+	KindCountDown             // count-down latch (RedissonCountDownLatch)
 	KindGroup                 // MultiLock / RedLock coordinator; the last kind (NumKinds)
 )
 
@@ -48,6 +49,8 @@ func (k Kind) tag() string {
 		return "sem"
 	case KindPermit:
 		return "permit"
+	case KindCountDown:
+		return "cdl"
 	}
 	return "group"
 }
@@ -276,6 +279,8 @@ func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
 		a := newSemaphoreActor(rt, key, e)
 		a.permit = true
 		return a
+	case KindCountDown:
+		return newCountDownActor(rt, key, e)
 	}
 	return newLockActor(rt, key, e, reentrant{})
 }

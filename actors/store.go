@@ -45,6 +45,11 @@ type store interface {
 	// RedissonPermitExpirableSemaphore (adjustments use the semaphore's).
 	PermitAcquire(ctx context.Context, op redisio.Op, name, member string, lease time.Duration) redisio.Reply
 	PermitRelease(ctx context.Context, op redisio.Op, name, member string) redisio.Reply
+	// RedissonCountDownLatch. CountDownGetThen reads the count without
+	// waiting; then gets it on another goroutine.
+	CountDownSet(ctx context.Context, op redisio.Op, name string, n int64) redisio.Reply
+	CountDown(ctx context.Context, op redisio.Op, name string) redisio.Reply
+	CountDownGetThen(ctx context.Context, name string, then func(n int64, err error))
 
 	// The latch: settling a lost reply (latch_resolve.lua), deleting a
 	// retiring actor's record.

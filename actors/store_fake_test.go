@@ -143,6 +143,18 @@ func (f *fakeStore) PermitRelease(_ context.Context, op redisio.Op, _, _ string)
 	return f.latched(op, "permit_release", 0)
 }
 
+func (f *fakeStore) CountDownSet(_ context.Context, op redisio.Op, _ string, n int64) redisio.Reply {
+	return f.latched(op, fmt.Sprint("cdl_set ", n), 0)
+}
+
+func (f *fakeStore) CountDown(_ context.Context, op redisio.Op, _ string) redisio.Reply {
+	return f.latched(op, "cdl_down", 0)
+}
+
+func (f *fakeStore) CountDownGetThen(_ context.Context, _ string, then func(int64, error)) {
+	f.calls <- &call{what: "cdl_get", count: then}
+}
+
 // ResolveThen hands the test the settlement of the call whose reply was
 // lost; its name is "resolve " and that call's.
 func (f *fakeStore) ResolveThen(_ context.Context, op redisio.Op, then func(redisio.Settlement, redisio.Reply, error)) {

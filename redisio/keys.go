@@ -61,3 +61,16 @@ const (
 // PermitTimeouts is a permit semaphore's sorted set of held permit ids scored
 // by their lease deadlines: "{name}:timeout", as Redisson names it.
 func PermitTimeouts(name string) string { return Suffixed(name, "timeout") }
+
+// CountDownChannel is a CountDownLatch's channel, named as Redisson names it
+// (the prefix, then the name in braces, also when the name has braces of its
+// own): it carries CountDownZero and CountDownNew.
+func CountDownChannel(name string) string {
+	return "redisson_countdownlatch__channel__{" + name + "}"
+}
+
+// The CountDownLatch messages: the count reached zero, a new count was set.
+const (
+	CountDownZero = "0"
+	CountDownNew  = "1"
+)

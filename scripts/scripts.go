@@ -63,6 +63,10 @@ var (
 	permitUpdateSrc string
 	//go:embed permit_available.lua
 	permitAvailableSrc string
+	//go:embed countdown_set.lua
+	countDownSetSrc string
+	//go:embed countdown_down.lua
+	countDownDownSrc string
 	//go:embed latch.lua
 	latchSrc string
 	//go:embed latch_resolve.lua
@@ -128,7 +132,9 @@ var (
 // Latched holds the state-changing scripts above wrapped by latch.lua, which
 // makes each safe to send twice: they take the body's KEYS and ARGV followed
 // by the latch key (KEYS) and the request's sequence number and the latch's
-// lifetime in ms (ARGV). Renewals and force unlocks need no latch: running
+// lifetime in ms (ARGV). A CountDownLatch's scripts (countdown_set.lua,
+// countdown_down.lua) exist only latched: a count-down sent twice would
+// count twice. Renewals and force unlocks need no latch: running
 // them twice changes nothing.
 var Latched = struct {
 	Lock, FencedLock, Unlock, Handoff                *redis.Script
@@ -136,6 +142,7 @@ var Latched = struct {
 	ReadLock, ReadUnlock, WriteLock, WriteUnlock     *redis.Script
 	SemaphoreAcquire, SemaphoreRelease, SemaphoreSet *redis.Script
 	PermitAcquire, PermitRelease                     *redis.Script
+	CountDownSet, CountDownDown                      *redis.Script
 }{
 	Lock:             latched(lockSrc),
 	FencedLock:       latched(fencedLockSrc),
@@ -152,6 +159,8 @@ var Latched = struct {
 	SemaphoreSet:     latched(semaphoreSetSrc),
 	PermitAcquire:    latched(permitAcquireSrc),
 	PermitRelease:    latched(permitReleaseSrc),
+	CountDownSet:     latched(countDownSetSrc),
+	CountDownDown:    latched(countDownDownSrc),
 }
 
 // The latch's own scripts.

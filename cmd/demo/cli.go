@@ -44,7 +44,7 @@ const (
 // commands lists the subcommands in help order; the first is the default.
 var commands = []*command{
 	&contentionCommand, &watchdogCommand, &fairCommand, &rwlockCommand,
-	&semaphoreCommand, &permitsCommand, &fencedCommand, &redlockCommand,
+	&semaphoreCommand, &permitsCommand, &latchCommand, &fencedCommand, &redlockCommand,
 }
 
 // options holds the parsed common flags.

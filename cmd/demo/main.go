@@ -10,8 +10,8 @@
 //	go run ./cmd/demo contention --redis redis://127.0.0.1:6379/0 --json
 //
 // Subcommands: contention, watchdog, fair, rwlock, semaphore, permits,
-// fenced and redlock, one file each. Each prints a narrative and a summary
-// on stdout (with --json: one JSON object on stdout, the narrative on
+// latch, fenced and redlock, one file each. Each prints a narrative and a
+// summary on stdout (with --json: one JSON object on stdout, the narrative on
 // stderr), and contention, fair, rwlock and redlock can draw their waits and
 // holds into a self-contained HTML page (--timeline FILE.html).
 //

@@ -35,6 +35,8 @@ var scenarioCases = []scenarioCase{
 		[]string{"permits in use (limit 3)", "permits back at the end: 3 of 3", "never above the limit: OK"}, false},
 	{"permits", []string{"permits", "--lease", "300ms"},
 		[]string{"crashed holder's permits back: 3 of 3", "late release of a dead permit: ErrNotHeld", "leases enforced by Redis: OK"}, false},
+	{"latch", []string{"latch", "--workers", "3", "--waiters", "2", "--seed", "5"},
+		[]string{"worker 3 counts down", "waiter 2 goes on", "count at the end: 0", "waiters held until the last count-down: OK (0 of 2"}, false},
 	{"fenced", []string{"fenced", "--lease", "200ms"},
 		[]string{"REJECTED: stale fencing token", "storage holds: \"B's write\"", "stale token rejected: OK"}, false},
 	{"redlock", []string{"redlock", "--hold", "50ms"},
