@@ -46,10 +46,11 @@ const (
 	callSemaphore
 	callMultiLock
 	callRedLock
+	callSpin
 	numCallKinds
 )
 
-var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "multilock", "redlock"}
+var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "multilock", "redlock", "spin"}
 
 // outcome is how an acquisition call ended.
 type outcome uint8
@@ -70,7 +71,7 @@ const numActorKinds = actors.NumKinds + 1
 
 var actorKindNames = [numActorKinds]string{
 	actors.KindLock: "lock", actors.KindFenced: "fenced", actors.KindFair: "fair",
-	actors.KindRW: "rwlock", actors.KindSemaphore: "semaphore", actors.KindGroup: "multilock",
+	actors.KindRW: "rwlock", actors.KindSemaphore: "semaphore", actors.KindSpin: "spin", actors.KindGroup: "multilock",
 	actors.NumKinds: "redlock",
 }
 
