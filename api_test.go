@@ -31,10 +31,12 @@ var (
 	_ func(*slog.Logger) lockactor.Option                                         = lockactor.WithLogger
 	_ func(int, time.Duration) lockactor.Option                                   = lockactor.WithReplicaSync
 	_ func(metric.MeterProvider) lockactor.Option                                 = lockactor.WithMeterProvider
+	_ func(time.Duration, time.Duration) lockactor.Option                         = lockactor.WithSpinBackoff
 
 	_ func(*lockactor.Client, string) *lockactor.Lock          = (*lockactor.Client).Lock
 	_ func(*lockactor.Client, string) *lockactor.Lock          = (*lockactor.Client).FairLock
 	_ func(*lockactor.Client, string) *lockactor.Lock          = (*lockactor.Client).FencedLock
+	_ func(*lockactor.Client, string) *lockactor.Lock          = (*lockactor.Client).SpinLock
 	_ func(*lockactor.Client, string) *lockactor.ReadWriteLock = (*lockactor.Client).ReadWriteLock
 	_ func(*lockactor.ReadWriteLock) *lockactor.Lock           = (*lockactor.ReadWriteLock).ReadLock
 	_ func(*lockactor.ReadWriteLock) *lockactor.Lock           = (*lockactor.ReadWriteLock).WriteLock

@@ -66,6 +66,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.pubsubHealth <= 0 {
 		return nil, fmt.Errorf("%w: pub/sub health check %v <= 0", ErrInvalidArgument, o.pubsubHealth)
 	}
+	if o.spinMin <= 0 || o.spinMax < o.spinMin {
+		return nil, fmt.Errorf("%w: spin backoff from %v to %v (needs 0 < min <= max)", ErrInvalidArgument, o.spinMin, o.spinMax)
+	}
 	cluster := redisio.IsCluster(rdb)
 	sharding := redisio.ShardAuto
 	if o.sharded != nil {
@@ -87,6 +90,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		IdleAfter:    o.idleAfter,
 		FairWait:     o.fairWait,
 		PubSubHealth: o.pubsubHealth,
+		SpinMin:      o.spinMin,
+		SpinMax:      o.spinMax,
 		LatchKeep:    o.latchKeep,
 		Logger:       o.logger,
 		Observer:     c.metrics,
@@ -188,6 +193,20 @@ func (c *Client) FairLock(name string) *Lock {
 // safe even when a paused holder wakes up after its lease ran out.
 func (c *Client) FencedLock(name string) *Lock {
 	return c.newLock(actors.KindFenced, name)
+}
+
+// SpinLock is a reentrant lock in Lock's key layout that never subscribes to pub/sub
+// (RedissonSpinLock): its waiters retry with exponential backoff and jitter, for Redis
+// services that restrict pub/sub. It excludes Lock handles (and Redisson's RLock and
+// RSpinLock) of the same name both ways, and behaves as Lock does in every other way:
+// the watchdog, WithLease, TryLock and WithWait, Unlock, Lost, ctx cancellation and
+// Close. Waiting costs one script per retry per name per Client, however many of its
+// goroutines wait (WithSpinBackoff sets the spacing); a release by another process is
+// noticed at the next retry rather than at once. Goroutines of the same Client still
+// get the lock straight from the holder's Unlock, in the same script. Its release
+// still publishes on the lock's channel, so Lock waiters of the same name wake at once.
+func (c *Client) SpinLock(name string) *Lock {
+	return c.newLock(actors.KindSpin, name)
 }
 
 func (c *Client) newLock(kind actors.Kind, name string) *Lock {

@@ -192,6 +192,39 @@ func ExampleClient_FencedLock() {
 	// a writes: stale token 1 < 2
 }
 
+func ExampleClient_SpinLock() {
+	addr, stop := newExampleRedis()
+	defer stop()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	// Shown from here.
+	// On a Redis service that restricts pub/sub: waiters retry from 1ms,
+	// doubling up to 50ms (default 128ms), with jitter.
+	client, err := lockactor.New(rdb, lockactor.WithSpinBackoff(time.Millisecond, 50*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	other, _ := lockactor.New(rdb) // another process, holding with a plain Lock
+	defer other.Close()
+
+	holder := other.Lock("nightly-report")
+	_ = holder.Lock(ctx)
+	spin := client.SpinLock("nightly-report") // the same hash: they exclude each other
+	ok, _ := spin.TryLock(ctx, lockactor.WithWait(100*time.Millisecond))
+	fmt.Println("while the Lock holds:", ok)
+	time.AfterFunc(50*time.Millisecond, func() { _ = holder.Unlock(ctx) })
+	if err := spin.Lock(ctx); err != nil { // retries until the Unlock; never subscribes
+		log.Fatal(err)
+	}
+	fmt.Println("after its Unlock: held")
+	_ = spin.Unlock(ctx)
+	// Output:
+	// while the Lock holds: false
+	// after its Unlock: held
+}
+
 func ExampleClient_ReadWriteLock() {
 	client, stop := newExampleClient()
 	defer stop()

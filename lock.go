@@ -232,6 +232,8 @@ func (l *Lock) callKind() callKind {
 		return callFair
 	case actors.KindFenced:
 		return callFenced
+	case actors.KindSpin:
+		return callSpin
 	case actors.KindRW:
 		if l.mode == messages.Write {
 			return callWrite

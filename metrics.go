@@ -48,10 +48,11 @@ const (
 	callMultiLock
 	callRedLock
 	callLatch
+	callSpin
 	numCallKinds
 )
 
-var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock", "latch"}
+var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock", "latch", "spin"}
 
 // outcome is how an acquisition call ended.
 type outcome uint8
@@ -73,7 +74,7 @@ const numActorKinds = actors.NumKinds + 1
 var actorKindNames = [numActorKinds]string{
 	actors.KindLock: "lock", actors.KindFenced: "fenced", actors.KindFair: "fair",
 	actors.KindRW: "rwlock", actors.KindSemaphore: "semaphore",
-	actors.KindPermit: "permit", actors.KindCountDown: "latch",
+	actors.KindPermit: "permit", actors.KindCountDown: "latch", actors.KindSpin: "spin",
 	actors.KindGroup: "multilock", actors.NumKinds: "redlock",
 }
 

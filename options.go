@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/lockactor/lockactor/actors"
 )
 
 // Option configures a Client in New.
@@ -25,6 +27,8 @@ type options struct {
 	syncAOF      bool          // WithReplicaSyncAOF
 
 	pubsubHealth time.Duration
+	spinMin      time.Duration // WithSpinBackoff
+	spinMax      time.Duration // WithSpinBackoff
 	latchKeep    time.Duration // withLatchKeep; 0: the runtime's default
 
 	meterProvider metric.MeterProvider // nil: otel.GetMeterProvider() at New
@@ -39,6 +43,8 @@ func defaultOptions() options {
 		fairWait:  5 * time.Minute,
 
 		pubsubHealth: 5 * time.Second,
+		spinMin:      actors.DefaultSpinMin,
+		spinMax:      actors.DefaultSpinMax,
 		syncReplicas: -1,
 		syncTimeout:  time.Second,
 	}
@@ -85,6 +91,19 @@ func WithFairLockWaitTimeout(d time.Duration) Option {
 // fail.
 func WithPubSubHealthCheck(d time.Duration) Option {
 	return func(o *options) { o.pubsubHealth = d }
+}
+
+// WithSpinBackoff sets how a SpinLock's waiters space their attempts while
+// the lock is held in another process: the first wait is about min, each
+// refusal doubles it up to max, and each wait is drawn at random between
+// half of it and all of it, so that waiters of many Clients refused at the
+// same moment do not retry in step. A wait never runs past the holder's
+// remaining lease. Default 1ms and 128ms, Redisson's ExponentialBackOff. A
+// lower max answers a release sooner and costs more scripts while waiting:
+// one per max per lock name per Client, however many of its goroutines
+// wait. min <= 0 or max < min makes New fail.
+func WithSpinBackoff(min, max time.Duration) Option {
+	return func(o *options) { o.spinMin, o.spinMax = min, max }
 }
 
 // WithShardedPubSub chooses how releases are announced: SPUBLISH/SSUBSCRIBE

@@ -31,6 +31,7 @@ type lockActor struct {
 	holdBook
 	ledger  ledger
 	scheme  scheme
+	spin    *spinner // non-nil: a spin lock, which never subscribes (spin.go)
 	waiters waitQueue
 	direct  []*messages.Acquire // attempts that skip the queue: TryLock, owners that already hold
 	owed    owedQueue
@@ -227,8 +228,8 @@ func (a *lockActor) counted(m *subscribers) {
 // countOthers asks, in the background, whether other connections than
 // ours listen on the lock's channel.
 func (a *lockActor) countOthers() {
-	if a.counting {
-		return
+	if a.counting || a.spin != nil {
+		return // a spin lock's peers listen on no channel: others stays true
 	}
 	a.counting = true
 	b := &a.base
@@ -341,7 +342,7 @@ func (a *lockActor) settle() {
 	// by the subscription's confirmation, which triggers a fresh attempt
 	// for a release published in between.
 	if !a.waiters.empty() && a.ledger.settled() {
-		if a.subID == 0 {
+		if a.subID == 0 && a.spin == nil {
 			a.subID = a.subscribe(a.scheme.channel(a.key.Name), &a.sig, lockWake)
 		}
 		if a.verdict.until.IsZero() && !a.owed.owes(a.waiters.front().Owner) {
@@ -378,6 +379,7 @@ func (a *lockActor) tidy() {
 		a.subID = 0
 		a.verdict = verdict{} // no longer told of releases
 		a.waiters = waitQueue{}
+		a.spin.reset()
 	}
 	if a.quiet() {
 		a.ledger.forget()

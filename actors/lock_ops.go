@@ -127,6 +127,7 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 	if ttl < 0 {
 		ttl = a.watchdog // a key without expiry: look again after a lease
 	}
+	ttl = a.spin.retryIn(ttl, a.held())
 	a.verdict = verdict{until: time.Now().Add(ttl), all: a.scheme.exclusive() || m.Mode == messages.Read}
 }
 
@@ -135,6 +136,7 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
 	h := a.granted(k, sent, m.Lease, token)
+	a.spin.reset()
 	// Until this hold ends, other waiters would be refused (readers still
 	// share a read hold).
 	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
@@ -277,8 +279,12 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		}
 		if a.handoffs >= HandoffRun {
 			// The end of a run of hand-offs: our own release message wakes
-			// the local waiters, fairly, with everyone else's.
+			// the local waiters, fairly, with everyone else's; a spin
+			// lock's hear none, and hold back instead (see spinner).
 			a.handoffs = 0
+			if d := a.spin.pause(); d > 0 {
+				a.verdict = verdict{until: time.Now().Add(d), all: true}
+			}
 			return
 		}
 		a.handoffs = 0

@@ -31,6 +31,7 @@ const (
 	KindSemaphore             // counting semaphore (RedissonSemaphore)
 	KindPermit                // permits with ids and leases (RedissonPermitExpirableSemaphore)
 	KindCountDown             // count-down latch (RedissonCountDownLatch)
+	KindSpin                  // reentrant lock whose waiters spin, never subscribing (RedissonSpinLock)
 	KindGroup                 // MultiLock / RedLock coordinator; the last kind (NumKinds)
 )
 
@@ -51,6 +52,8 @@ func (k Kind) tag() string {
 		return "permit"
 	case KindCountDown:
 		return "cdl"
+	case KindSpin:
+		return "spin"
 	}
 	return "group"
 }
@@ -68,6 +71,7 @@ type Config struct {
 	IdleAfter        time.Duration      // an actor with no holds and no waiters retires after this
 	FairWait         time.Duration      // how long a fair-lock waiter stays queued in Redis unless its call gives a wait
 	SemaphoreRecheck time.Duration      // how often a semaphore's waiters re-check without a message
+	SpinMin, SpinMax time.Duration      // a spin lock's retry backoff: first step and cap (DefaultSpinMin, DefaultSpinMax)
 	PubSubHealth     time.Duration      // a silent subscription connection is pinged after this, and replaced if no PONG follows within it
 	CloseGrace       time.Duration      // how long Close waits for actors and commands still running
 	LatchKeep        time.Duration      // the least life of a request's latch record (see ledger.keepFor)
@@ -126,6 +130,13 @@ func (cfg Config) withDefaults() Config {
 	if cfg.SemaphoreRecheck <= 0 {
 		cfg.SemaphoreRecheck = time.Second
 	}
+	if cfg.SpinMin <= 0 {
+		cfg.SpinMin = DefaultSpinMin
+	}
+	if cfg.SpinMax <= 0 {
+		cfg.SpinMax = DefaultSpinMax
+	}
+	cfg.SpinMax = max(cfg.SpinMax, cfg.SpinMin)
 	if cfg.PubSubHealth <= 0 {
 		cfg.PubSubHealth = 5 * time.Second
 	}
@@ -281,6 +292,10 @@ func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
 		return a
 	case KindCountDown:
 		return newCountDownActor(rt, key, e)
+	case KindSpin:
+		a := newLockActor(rt, key, e, reentrant{})
+		a.spin = newSpinner(rt.cfg.SpinMin, rt.cfg.SpinMax)
+		return a
 	}
 	return newLockActor(rt, key, e, reentrant{})
 }

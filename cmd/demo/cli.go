@@ -44,7 +44,7 @@ const (
 // commands lists the subcommands in help order; the first is the default.
 var commands = []*command{
 	&contentionCommand, &watchdogCommand, &fairCommand, &rwlockCommand,
-	&semaphoreCommand, &permitsCommand, &latchCommand, &fencedCommand, &redlockCommand,
+	&semaphoreCommand, &permitsCommand, &latchCommand, &fencedCommand, &spinCommand, &redlockCommand,
 }
 
 // options holds the parsed common flags.

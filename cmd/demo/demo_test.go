@@ -49,6 +49,8 @@ func TestBadFlags(t *testing.T) {
 		{"rwlock zero duration", []string{"rwlock", "--duration", "0s"}, "--duration must be positive"},
 		{"semaphore no permits", []string{"semaphore", "--permits", "0"}, "--permits must be at least 1"},
 		{"fenced negative lease", []string{"fenced", "--lease", "-1s"}, "--lease must be positive"},
+		{"spin no waiters", []string{"spin", "--waiters", "0"}, "--waiters must be at least 1"},
+		{"spin zero cap", []string{"spin", "--cap", "0s"}, "--cap must be positive"},
 		{"redlock two nodes", []string{"redlock", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:2"}, "--nodes needs at least 3 URLs"},
 		{"redlock bad node URL", []string{"redlock", "--nodes", "redis://a:1,http://b,redis://c:3"}, "invalid URL scheme"},
 		{"redlock takes no --redis", []string{"redlock", "--redis", "redis://127.0.0.1:1"}, "flag provided but not defined: -redis"},

@@ -39,6 +39,8 @@ var scenarioCases = []scenarioCase{
 		[]string{"worker 3 counts down", "waiter 2 goes on", "count at the end: 0", "waiters held until the last count-down: OK (0 of 2"}, false},
 	{"fenced", []string{"fenced", "--lease", "200ms"},
 		[]string{"REJECTED: stale fencing token", "storage holds: \"B's write\"", "stale token rejected: OK"}, false},
+	{"spin", []string{"spin", "--waiters", "3", "--hold", "200ms", "--cap", "20ms"},
+		[]string{"-> 0 while 3 waiters spin", "channel subscribers while waiting: 0", "most holders at once: 1", "spin without pub/sub: OK"}, false},
 	{"redlock", []string{"redlock", "--hold", "50ms"},
 		[]string{"all up         5", "minority down  3         acquired", "majority down  2         refused", "redlock (quorum 3): OK"}, true},
 }
@@ -125,6 +127,7 @@ func TestJSON(t *testing.T) {
 		{"contention", "--duration", "500ms"},
 		{"fair", "--waiters", "3", "--hold", "20ms"},
 		{"fenced", "--lease", "150ms"},
+		{"spin", "--hold", "100ms"},
 		{"redlock", "--count", "3", "--hold", "20ms"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
