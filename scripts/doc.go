@@ -1,7 +1,9 @@
 // Package scripts holds the Lua scripts that change lock state in Redis, one
-// script per .lua file, embedded at build time. One file is a snippet rather
-// than a script: fair_purge.lua, the purge of dead waiters that the four
-// fair scripts share, spliced into each where its marker line is.
+// script per .lua file, embedded at build time. Two files are snippets rather
+// than scripts, spliced into their hosts where a marker line is:
+// fair_purge.lua, the purge of dead waiters that the four fair scripts
+// share, and permit_reclaim.lua, the return of expired permits that the four
+// permit scripts share.
 //
 // Every state change happens inside one script so that it is atomic, and every
 // key a script touches arrives in KEYS so that it runs on one Cluster node. The

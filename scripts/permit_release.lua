@@ -11,17 +11,8 @@
 -- held (never acquired, released already, or its lease had ended: then it
 -- came back to the pool without this release). Each change of the count is
 -- published with the count now available.
-redis.replicate_commands()
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now)
-if #expired > 0 then
-    redis.call('zrem', KEYS[2], unpack(expired))
-    local count = redis.call('incrby', KEYS[1], #expired)
-    if count > 0 then
-        redis.call(ARGV[2], KEYS[3], count)
-    end
-end
+local publish = ARGV[2]
+--[[permit_reclaim]]
 if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then
     return 0
 end

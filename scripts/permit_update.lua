@@ -11,17 +11,8 @@
 --
 -- Returns 1 when the permit was held and has its new lease, 0 when it was
 -- not held (released, or its lease had ended).
-redis.replicate_commands()
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now)
-if #expired > 0 then
-    redis.call('zrem', KEYS[2], unpack(expired))
-    local count = redis.call('incrby', KEYS[1], #expired)
-    if count > 0 then
-        redis.call(ARGV[3], KEYS[3], count)
-    end
-end
+local publish = ARGV[3]
+--[[permit_reclaim]]
 if redis.call('zscore', KEYS[2], ARGV[1]) == false then
     return 0
 end

@@ -55,14 +55,16 @@ var (
 	semaphoreReleaseSrc string
 	//go:embed semaphore_set.lua
 	semaphoreSetSrc string
+	//go:embed permit_reclaim.lua
+	permitReclaimLua string
 	//go:embed permit_acquire.lua
-	permitAcquireSrc string
+	permitAcquireLua string
 	//go:embed permit_release.lua
-	permitReleaseSrc string
+	permitReleaseLua string
 	//go:embed permit_update.lua
-	permitUpdateSrc string
+	permitUpdateLua string
 	//go:embed permit_available.lua
-	permitAvailableSrc string
+	permitAvailableLua string
 	//go:embed countdown_set.lua
 	countDownSetSrc string
 	//go:embed countdown_down.lua
@@ -87,12 +89,18 @@ var (
 // FencedLock: a reentrant lock whose grants from zero holds issue a token.
 var FencedLock = redis.NewScript(fencedLockSrc) // fenced_lock.lua
 
-// The fair scripts with fair_purge.lua spliced in.
+// The fair scripts with fair_purge.lua spliced in, and the permit scripts
+// with permit_reclaim.lua.
 var (
 	fairLockSrc        = withFairPurge(fairLockLua)
 	fairUnlockSrc      = withFairPurge(fairUnlockLua)
 	fairCancelSrc      = withFairPurge(fairCancelLua)
 	fairForceUnlockSrc = withFairPurge(fairForceUnlockLua)
+
+	permitAcquireSrc   = withPermitReclaim(permitAcquireLua)
+	permitReleaseSrc   = withPermitReclaim(permitReleaseLua)
+	permitUpdateSrc    = withPermitReclaim(permitUpdateLua)
+	permitAvailableSrc = withPermitReclaim(permitAvailableLua)
 )
 
 // FairLock (RedissonFairLock): FIFO across clients through a queue and deadlines.
@@ -178,33 +186,47 @@ func latched(body string) *redis.Script {
 	return redis.NewScript(strings.Replace(latchSrc, marker, body, 1))
 }
 
-// fairPurgeMarker is the line of a fair script that withFairPurge replaces.
-const fairPurgeMarker = "--[[fair_purge]]"
+// The marker lines that withFairPurge and withPermitReclaim replace.
+const (
+	fairPurgeMarker     = "--[[fair_purge]]"
+	permitReclaimMarker = "--[[permit_reclaim]]"
+)
 
 // withFairPurge puts the code of fair_purge.lua in place of host's one
-// marker line, leaving out the snippet's header: it tells a reader what the
+// fair_purge marker line.
+func withFairPurge(host string) string { return spliced(host, fairPurgeMarker, fairPurgeLua) }
+
+// withPermitReclaim puts the code of permit_reclaim.lua in place of host's
+// one permit_reclaim marker line.
+func withPermitReclaim(host string) string {
+	return spliced(host, permitReclaimMarker, permitReclaimLua)
+}
+
+// spliced puts snippet's code in place of host's one marker line, leaving
+// out the comment lines the snippet opens with: they tell a reader what the
 // code expects in scope, which the host's own header already covers, and
-// Redis has no use for it.
-func withFairPurge(host string) string {
+// Redis has no use for them. A host without exactly one marker line is a
+// bug in this package: it panics when the package loads.
+func spliced(host, marker, snippet string) string {
 	var out strings.Builder
 	n := 0
 	for line := range strings.Lines(host) {
-		if strings.TrimSuffix(line, "\n") == fairPurgeMarker {
+		if strings.TrimSuffix(line, "\n") == marker {
 			n++
-			out.WriteString(fairPurgeCode())
+			out.WriteString(snippetCode(snippet))
 			continue
 		}
 		out.WriteString(line)
 	}
 	if n != 1 {
-		panic("scripts: a fair script has no fair_purge marker line, or more than one")
+		panic("scripts: a script has no " + marker + " line, or more than one")
 	}
 	return out.String()
 }
 
-// fairPurgeCode is fair_purge.lua without the comment lines it opens with.
-func fairPurgeCode() string {
-	code := fairPurgeLua
+// snippetCode is a snippet without the comment lines it opens with.
+func snippetCode(snippet string) string {
+	code := snippet
 	for strings.HasPrefix(code, "--") {
 		_, code, _ = strings.Cut(code, "\n")
 	}

@@ -16,39 +16,48 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestFairPurgeSplice: each fair script carries fair_purge.lua's code once,
-// without its header and in place of the marker line; a host without
-// exactly one marker line is refused.
-func TestFairPurgeSplice(t *testing.T) {
-	code := fairPurgeCode()
-	if !strings.HasPrefix(code, "while true do\n") || !strings.HasSuffix(code, "\nend\n") {
-		t.Fatalf("fair_purge.lua's code is not the one loop:\n%s", code)
-	}
-	for line := range strings.Lines(code) {
-		if strings.HasPrefix(strings.TrimSpace(line), "--") {
-			t.Fatalf("fair_purge.lua's code still has a comment line %q", line)
+// TestSnippetSplice: each host script carries its snippet's code once,
+// without the snippet's header and in place of the marker line, and sets
+// the local the snippet reads; a host without exactly one marker line is
+// refused.
+func TestSnippetSplice(t *testing.T) {
+	for _, sn := range []struct {
+		snippet, marker string
+		starts, ends    string // the code's first and last lines
+		sets            string // what every host must set before the marker
+		hosts           map[string]string
+	}{
+		{fairPurgeLua, fairPurgeMarker, "while true do\n", "\nend\n", "local now = tonumber(ARGV[",
+			map[string]string{"fair_lock.lua": fairLockSrc, "fair_unlock.lua": fairUnlockSrc,
+				"fair_cancel.lua": fairCancelSrc, "fair_force_unlock.lua": fairForceUnlockSrc}},
+		{permitReclaimLua, permitReclaimMarker, "redis.replicate_commands()\n", "\nend\n", "local publish = ARGV[",
+			map[string]string{"permit_acquire.lua": permitAcquireSrc, "permit_release.lua": permitReleaseSrc,
+				"permit_update.lua": permitUpdateSrc, "permit_available.lua": permitAvailableSrc}},
+	} {
+		code := snippetCode(sn.snippet)
+		if !strings.HasPrefix(code, sn.starts) || !strings.HasSuffix(code, sn.ends) {
+			t.Fatalf("%s's code does not run from %q to %q:\n%s", sn.marker, sn.starts, sn.ends, code)
+		}
+		for line := range strings.Lines(code) {
+			if strings.HasPrefix(strings.TrimSpace(line), "--") {
+				t.Fatalf("%s's code still has a comment line %q", sn.marker, line)
+			}
+		}
+		for name, src := range sn.hosts {
+			t.Run(name, func(t *testing.T) {
+				if n := strings.Count(src, code); n != 1 {
+					t.Errorf("the snippet is in it %d times, want 1", n)
+				}
+				if strings.Contains(src, sn.marker) {
+					t.Error("the marker is still in it")
+				}
+				if !strings.Contains(src, sn.sets) {
+					t.Errorf("it does not set %q, which the snippet reads", sn.sets)
+				}
+			})
 		}
 	}
-	for _, tt := range []struct {
-		name, src string
-	}{
-		{"fair_lock.lua", fairLockSrc},
-		{"fair_unlock.lua", fairUnlockSrc},
-		{"fair_cancel.lua", fairCancelSrc},
-		{"fair_force_unlock.lua", fairForceUnlockSrc},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if n := strings.Count(tt.src, code); n != 1 {
-				t.Errorf("the purge is in it %d times, want 1", n)
-			}
-			if strings.Contains(tt.src, "[[fair_purge]]") {
-				t.Error("the marker is still in it")
-			}
-			if !strings.Contains(tt.src, "local now = tonumber(ARGV[") {
-				t.Error("it does not set now, which the purge reads")
-			}
-		})
-	}
+	code := snippetCode(fairPurgeLua)
 	for _, tt := range []struct {
 		host, want string // want "": it panics
 	}{
