@@ -90,8 +90,8 @@ func (p *redissonWaiter) await(ctx context.Context, want func(any) bool, d time.
 // (30 rounds with a 3 ms pause between) on one lock. Our local queues never
 // empty, so the lock passes from waiter to waiter by hand-off, and the
 // peers react more slowly than our actors; each time a peer waits, it must
-// still get the lock within about one hand-off run of our critical
-// sections.
+// still get the lock within a run and a half of our critical sections
+// (see the bound at the end).
 func TestRedissonPeersGetTheirTurn(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 20*time.Second)
@@ -196,8 +196,12 @@ func TestRedissonPeersGetTheirTurn(t *testing.T) {
 	if overlaps > 0 {
 		t.Fatalf("%d overlapping critical sections", overlaps)
 	}
-	if limit := lockactor.HandoffRun; worst > limit {
-		t.Fatalf("a peer waited through %d of our critical sections; want at most one hand-off run (%d)", worst, limit)
+	// The peer subscribes only once refused, so it may start listening
+	// just after a count that found nobody listening: it then waits
+	// through the rest of that run (half a run, when the count is taken)
+	// and the whole next one, the bound docs/PROTOCOL.md states.
+	if limit := lockactor.HandoffRun + lockactor.HandoffRun/2; worst > limit {
+		t.Fatalf("a peer waited through %d of our critical sections; want at most a run and a half of hand-offs (%d)", worst, limit)
 	}
 }
 
