@@ -1,128 +1,18 @@
 package lockactor_test
 
-// The lock suite runs against real redis-server processes started by
-// internal/redistest (miniredis only when redis-server is missing and
-// LOCKACTOR_REQUIRE_REDIS is not 1).
+// The plain reentrant Lock (Client.Lock): its Redis layout, mutual
+// exclusion, watchdog, wake-ups and leases. TestMain and the helpers the
+// suite shares are in actors_test.go.
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"sort"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
 )
-
-func TestMain(m *testing.M) {
-	redis.SetLogger(quietLogger{}) // dial failures in fault tests are expected
-	if addr := os.Getenv(chaosEnv); addr != "" {
-		os.Exit(chaosChild(addr)) // a lock-holder process of the chaos test
-	}
-	if addr := os.Getenv(permitChildEnv); addr != "" {
-		os.Exit(permitChild(addr)) // a permit holder that is killed
-	}
-	code := m.Run()
-	redistest.StopShared() // the package's one Redis Cluster, if a test started it
-	if code == 0 {
-		err := goleak.Find(
-			// go-redis keeps dialling a dead node in the background for about
-			// a second after repeated failures, even after Close (measured
-			// with go-redis v9.23).
-			goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
-			// go-redis's NewFailoverClusterClient never closes its sentinel
-			// subscription (ClusterClient.Close does not reach it; read in
-			// v9.23's sentinel.go): its listener and that PubSub's channel
-			// goroutines outlive the client.
-			goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*sentinelFailover).listen"),
-			goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initMsgChan.func1"),
-			goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initHealthCheck.func1"),
-		)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
-
-// newClient starts a lockactor Client on rdb, closed when the test ends.
-func newClient(t testing.TB, rdb redis.UniversalClient, opts ...lockactor.Option) *lockactor.Client {
-	t.Helper()
-	c, err := lockactor.New(rdb, opts...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-// ctxFor is a context that ends after d or with the test.
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// within fails the test unless cond holds before d runs out; it returns how
-// long that took.
-func within(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
-// wakeAfter runs wait in a goroutine, lets it block (300 ms: queued and
-// subscribed), calls release and returns how long after release wait
-// returned. Holders use the default 30 s lease, so a wake within a few
-// hundred milliseconds can only come from the release message.
-func wakeAfter(t *testing.T, wait func() error, release func() error) time.Duration {
-	t.Helper()
-	type woke struct {
-		at  time.Time
-		err error
-	}
-	// The waiter reports through got, never through t: it may still be
-	// waiting when a failed release ends the test.
-	got := make(chan woke, 1)
-	go func() {
-		err := wait()
-		got <- woke{time.Now(), err}
-	}()
-	time.Sleep(300 * time.Millisecond)
-	released := time.Now()
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case w := <-got:
-		if w.err != nil {
-			t.Errorf("wait: %v", w.err)
-		}
-		return w.at.Sub(released)
-	case <-time.After(10 * time.Second):
-		t.Fatal("waiter never woke")
-		return 0
-	}
-}
 
 func TestReentrancyLayout(t *testing.T) {
 	srv := redistest.Start(t)
@@ -177,81 +67,6 @@ func TestReentrancyLayout(t *testing.T) {
 	}
 	if locked, _ := l.IsLocked(ctx); locked {
 		t.Fatal("IsLocked after full release")
-	}
-}
-
-// section is one critical section as its owner saw it.
-type section struct {
-	owner      string
-	start, end time.Time
-}
-
-// overlaps returns the pairs of sections that overlap in time.
-func overlaps(log []section) []string {
-	sort.Slice(log, func(i, j int) bool { return log[i].start.Before(log[j].start) })
-	var bad []string
-	for i := 1; i < len(log); i++ {
-		if log[i].start.Before(log[i-1].end) {
-			bad = append(bad, fmt.Sprintf("%s %v-%v overlaps %s %v-%v", log[i-1].owner,
-				log[i-1].start.Format("15:04:05.000000"), log[i-1].end.Format(".000000"),
-				log[i].owner, log[i].start.Format("15:04:05.000000"), log[i].end.Format(".000000")))
-		}
-	}
-	return bad
-}
-
-// contend runs perClient goroutines on each of clients new Clients of srv;
-// each gets its own handle from handle and runs rounds critical sections of
-// 100-200 µs. It fails the test if two owners are ever inside at once, by a
-// live counter and by the sections' time intervals.
-func contend(t *testing.T, srv *redistest.Server, clients, perClient, rounds int, handle func(*lockactor.Client) lockactor.Locker) {
-	t.Helper()
-	ctx := ctxFor(t, 60*time.Second)
-	var (
-		mu           sync.Mutex
-		log          []section
-		inside, peak atomic.Int32
-		wg           sync.WaitGroup
-	)
-	for i := 0; i < clients; i++ {
-		c := newClient(t, srv.Client(t))
-		for j := 0; j < perClient; j++ {
-			l := handle(c)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for r := 0; r < rounds; r++ {
-					if err := l.Lock(ctx); err != nil {
-						t.Errorf("Lock: %v", err)
-						return
-					}
-					start := time.Now()
-					if n := inside.Add(1); n > peak.Load() {
-						peak.Store(n)
-					}
-					time.Sleep(100 * time.Microsecond)
-					inside.Add(-1)
-					end := time.Now()
-					if err := l.Unlock(ctx); err != nil {
-						t.Errorf("Unlock: %v", err)
-						return
-					}
-					mu.Lock()
-					log = append(log, section{fmt.Sprint(i, "/", j), start, end})
-					mu.Unlock()
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	if got := len(log); got != clients*perClient*rounds {
-		t.Fatalf("%d critical sections, want %d", got, clients*perClient*rounds)
-	}
-	if p := peak.Load(); p != 1 {
-		t.Errorf("%d owners inside at once", p)
-	}
-	if bad := overlaps(log); len(bad) > 0 {
-		t.Fatalf("%d overlapping critical sections, first: %s", len(bad), bad[0])
 	}
 }
 
