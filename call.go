@@ -58,16 +58,24 @@ func await(ctx context.Context, send func(any) error, done <-chan struct{}, m *m
 // (the caller adds the name).
 func awaitRelease(ctx context.Context, send func(any) error, done <-chan struct{}, m *messages.Release) (messages.ReleaseResult, error) {
 	m.Reply = make(chan messages.ReleaseResult, 1)
-	if err := send(m); err != nil {
-		return messages.ReleaseResult{}, ErrClosed
+	return awaitReply(ctx, send, done, m, m.Reply)
+}
+
+// awaitReply sends msg, which carries reply, and waits for the answer on
+// reply, for ctx to end or for Close. Errors come back unwrapped: ErrClosed
+// or ctx's (the caller adds the name).
+func awaitReply[R any](ctx context.Context, send func(any) error, done <-chan struct{}, msg any, reply <-chan R) (R, error) {
+	var zero R
+	if err := send(msg); err != nil {
+		return zero, ErrClosed
 	}
 	select {
-	case res := <-m.Reply:
+	case res := <-reply:
 		return res, nil
 	case <-ctx.Done():
-		return messages.ReleaseResult{}, ctx.Err()
+		return zero, ctx.Err()
 	case <-done:
-		return messages.ReleaseResult{}, ErrClosed
+		return zero, ErrClosed
 	}
 }
 

@@ -90,21 +90,7 @@ func (l *CountDownLatch) CountDown(ctx context.Context) error {
 // adjust asks the latch's actor to run m and waits for its answer, ctx or
 // Close.
 func (l *CountDownLatch) adjust(ctx context.Context, m *messages.Adjust) (messages.AdjustResult, error) {
-	m.Reply = make(chan messages.AdjustResult, 1)
-	if err := l.c.rt.Send(l.key, m); err != nil {
-		return messages.AdjustResult{}, errClosed(l.name)
-	}
-	select {
-	case res := <-m.Reply:
-		if res.Err != nil {
-			return res, nameError(l.name, res.Err)
-		}
-		return res, nil
-	case <-ctx.Done():
-		return messages.AdjustResult{}, nameError(l.name, ctx.Err())
-	case <-l.c.done:
-		return messages.AdjustResult{}, errClosed(l.name)
-	}
+	return sendAdjust(ctx, l.c, l.key, l.name, m)
 }
 
 // Count is the count now: 0 when none is set.

@@ -203,18 +203,11 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 		return invalid(l.name, fmt.Sprintf("extend by lease %v below MinLease (%v)", lease, MinLease))
 	}
 	m := &messages.Extend{Owner: l.owner, Mode: l.mode, Lease: lease, Handle: true, Reply: make(chan messages.ExtendResult, 1)}
-	if err := l.c.rt.Send(l.key, m); err != nil {
-		return errClosed(l.name)
-	}
-	var res messages.ExtendResult
-	select {
-	case res = <-m.Reply:
-	case <-ctx.Done():
-		return nameError(l.name, ctx.Err())
-	case <-l.c.done:
-		return errClosed(l.name)
-	}
+	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }
+	res, err := awaitReply(ctx, send, l.c.done, m, m.Reply)
 	switch {
+	case err != nil:
+		return nameError(l.name, err)
 	case res.Err != nil:
 		return nameError(l.name, res.Err)
 	case res.Watchdog:

@@ -45,37 +45,29 @@ func (c *Client) PermitSemaphore(name string) *PermitSemaphore {
 // Name is the semaphore's name, the Redis key of its count.
 func (s *PermitSemaphore) Name() string { return s.name }
 
-// check rejects calls that must not reach Redis.
+// check rejects calls that must not reach Redis: a Semaphore's checks, and
+// a lease that is not positive.
 func (s *PermitSemaphore) check(ctx context.Context, n, minN int, lease time.Duration) error {
-	switch {
-	case ctx == nil:
-		return invalid(s.name, "nil context")
-	case s.name == "":
-		return invalid(s.name, "empty semaphore name")
-	case s.c.cluster && !slotSafe(s.name):
-		return invalid(s.name, slotProblem)
-	case n < minN:
-		return invalid(s.name, fmt.Sprintf("%d permits", n))
-	case lease <= 0:
+	if lease <= 0 {
 		return invalid(s.name, fmt.Sprintf("lease %v", lease))
-	case s.c.closed():
-		return errClosed(s.name)
 	}
-	return nil
+	return checkPermits(ctx, s.c, s.name, n, minN)
 }
 
 // noLease stands for the lease of a call that takes none.
 const noLease = time.Duration(math.MaxInt64)
 
-// checkID is check for a call naming a permit.
-func (s *PermitSemaphore) checkID(ctx context.Context, id string, lease time.Duration) error {
+// checkID is check for a call naming a permit; it returns the permit's
+// member in the deadlines' sorted set.
+func (s *PermitSemaphore) checkID(ctx context.Context, id string, lease time.Duration) (string, error) {
 	if err := s.check(ctx, 0, 0, lease); err != nil {
-		return err
+		return "", err
 	}
-	if _, err := redisio.PermitMember(id); err != nil {
-		return invalid(s.name, err.Error())
+	member, err := redisio.PermitMember(id)
+	if err != nil {
+		return "", invalid(s.name, err.Error())
 	}
-	return nil
+	return member, nil
 }
 
 // TrySetPermits sets the number of permits to n (> 0) only if it has never
@@ -86,7 +78,7 @@ func (s *PermitSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error
 	if err := s.check(ctx, n, 1, noLease); err != nil {
 		return false, err
 	}
-	res, err := adjustPermits(ctx, s.c, s.key, s.name, &messages.Adjust{N: n, SetOnly: true})
+	res, err := sendAdjust(ctx, s.c, s.key, s.name, &messages.Adjust{N: n, SetOnly: true})
 	return res.Set, err
 }
 
@@ -100,7 +92,7 @@ func (s *PermitSemaphore) AddPermits(ctx context.Context, n int) error {
 	if err := s.check(ctx, n, math.MinInt, noLease); err != nil {
 		return err
 	}
-	_, err := adjustPermits(ctx, s.c, s.key, s.name, &messages.Adjust{N: n})
+	_, err := sendAdjust(ctx, s.c, s.key, s.name, &messages.Adjust{N: n})
 	return err
 }
 
@@ -174,7 +166,7 @@ func (s *PermitSemaphore) acquire(ctx context.Context, lease time.Duration, tryO
 // permit back in the background until Redis confirms or its lease ends, for
 // as long as the Client lives; do not release it again.
 func (s *PermitSemaphore) Release(ctx context.Context, id string) error {
-	if err := s.checkID(ctx, id, noLease); err != nil {
+	if _, err := s.checkID(ctx, id, noLease); err != nil {
 		return err
 	}
 	send := func(msg any) error { return s.c.rt.Send(s.key, msg) }
@@ -194,10 +186,10 @@ func (s *PermitSemaphore) Release(ctx context.Context, id string) error {
 // (shorter or longer than the one it had). ErrNotHeld when the permit is not
 // held (released, or its lease had ended).
 func (s *PermitSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) error {
-	if err := s.checkID(ctx, id, lease); err != nil {
+	member, err := s.checkID(ctx, id, lease)
+	if err != nil {
 		return err
 	}
-	member, _ := redisio.PermitMember(id)
 	ok, err := guarded(ctx, s.c, s.name, func(ctx context.Context, io *redisio.Conn) (bool, error) {
 		return io.PermitUpdate(ctx, s.name, member, lease)
 	})

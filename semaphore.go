@@ -34,17 +34,23 @@ func (s *Semaphore) Name() string { return s.name }
 
 // check rejects calls that must not reach Redis.
 func (s *Semaphore) check(ctx context.Context, n int, minN int) error {
+	return checkPermits(ctx, s.c, s.name, n, minN)
+}
+
+// checkPermits rejects a call on the semaphore name of c (a Semaphore's or
+// a PermitSemaphore's) that must not reach Redis: n permits, at least minN.
+func checkPermits(ctx context.Context, c *Client, name string, n, minN int) error {
 	switch {
 	case ctx == nil:
-		return invalid(s.name, "nil context")
-	case s.name == "":
-		return invalid(s.name, "empty semaphore name")
-	case s.c.cluster && !slotSafe(s.name):
-		return invalid(s.name, slotProblem)
+		return invalid(name, "nil context")
+	case name == "":
+		return invalid(name, "empty semaphore name")
+	case c.cluster && !slotSafe(name):
+		return invalid(name, slotProblem)
 	case n < minN:
-		return invalid(s.name, fmt.Sprintf("%d permits", n))
-	case s.c.closed():
-		return errClosed(s.name)
+		return invalid(name, fmt.Sprintf("%d permits", n))
+	case c.closed():
+		return errClosed(name)
 	}
 	return nil
 }
@@ -88,27 +94,22 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 // adjust asks the semaphore's actor to change the permits and waits for its
 // answer, ctx or Close.
 func (s *Semaphore) adjust(ctx context.Context, m *messages.Adjust) (messages.AdjustResult, error) {
-	return adjustPermits(ctx, s.c, s.key, s.name, m)
+	return sendAdjust(ctx, s.c, s.key, s.name, m)
 }
 
 // adjustPermits sends m to the actor of key (a Semaphore's or a
 // PermitSemaphore's) and waits for its answer, ctx or Close.
-func adjustPermits(ctx context.Context, c *Client, key actors.Key, name string, m *messages.Adjust) (messages.AdjustResult, error) {
+func sendAdjust(ctx context.Context, c *Client, key actors.Key, name string, m *messages.Adjust) (messages.AdjustResult, error) {
 	m.Reply = make(chan messages.AdjustResult, 1)
-	if err := c.rt.Send(key, m); err != nil {
-		return messages.AdjustResult{}, errClosed(name)
+	send := func(msg any) error { return c.rt.Send(key, msg) }
+	res, err := awaitReply(ctx, send, c.done, m, m.Reply)
+	if err == nil {
+		err = res.Err
 	}
-	select {
-	case res := <-m.Reply:
-		if res.Err != nil {
-			return res, nameError(name, res.Err)
-		}
-		return res, nil
-	case <-ctx.Done():
-		return messages.AdjustResult{}, nameError(name, ctx.Err())
-	case <-c.done:
-		return messages.AdjustResult{}, errClosed(name)
+	if err != nil {
+		return res, nameError(name, err)
 	}
+	return res, nil
 }
 
 // AvailablePermits is the number of permits available now (0 when unset).

@@ -295,3 +295,13 @@ func answerAdjust(m *messages.Adjust, res messages.AdjustResult) {
 		}
 	}
 }
+
+// refuseAdjusts answers err to the adjustments in *q, none of them sent
+// (nothing changed), and empties the queue: what a stalled ledger tells
+// the callers it cannot serve until Redis answers again.
+func refuseAdjusts(q *[]*messages.Adjust, err error) {
+	for _, m := range *q {
+		answerAdjust(m, messages.AdjustResult{Err: err})
+	}
+	*q = nil
+}

@@ -53,12 +53,7 @@ type counted struct {
 func newCountDownActor(rt *Runtime, key Key, e *entry) *countDownActor {
 	a := &countDownActor{base: base{rt: rt, key: key, entry: e}}
 	a.ledger = newLedger(&a.base)
-	a.ledger.stalled = func(err error) {
-		for _, m := range a.adjusts { // never sent: nothing changed
-			answerAdjust(m, messages.AdjustResult{Err: err})
-		}
-		a.adjusts = nil
-	}
+	a.ledger.stalled = func(err error) { refuseAdjusts(&a.adjusts, err) }
 	return a
 }
 

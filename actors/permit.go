@@ -7,8 +7,8 @@ import (
 	"github.com/lockactor/lockactor/redisio"
 )
 
-// A permit semaphore (KindPermit) is a semaphoreActor with permit set: the
-// same queue, subscription, adjustments and owed releases, but each request
+// A permit semaphore (KindPermit) is a semaphoreActor with permit requests:
+// the same queue, subscription, adjustments and owed releases, but each request
 // takes one permit under its Owner, the permit id, for its Lease, and each
 // release gives back the permit of its Owner. Redis ends a lease by itself:
 // any permit script first gives back the permits whose deadlines have
@@ -16,6 +16,16 @@ import (
 // refused head also retries when the earliest lease the refusal reported
 // ends (capped by the re-check period): an expired permit wakes a waiter
 // without anyone's message.
+
+// newPermitActor is the actor of a permit semaphore's name.
+func newPermitActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
+	a := newSemaphoreActor(rt, key, e)
+	a.attempt = func(m *messages.Acquire, queued bool) request {
+		return &permAttempt{a: a, m: m, queued: queued, news: a.news}
+	}
+	a.giveBack = func(o *owed) request { return &permGiveBack{a: a, o: o} }
+	return a
+}
 
 // permAttempt is one permit_acquire.lua.
 type permAttempt struct {

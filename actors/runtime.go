@@ -287,9 +287,7 @@ func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
 	case KindSemaphore:
 		return newSemaphoreActor(rt, key, e)
 	case KindPermit:
-		a := newSemaphoreActor(rt, key, e)
-		a.permit = true
-		return a
+		return newPermitActor(rt, key, e)
 	case KindCountDown:
 		return newCountDownActor(rt, key, e)
 	case KindSpin:

@@ -39,10 +39,12 @@ type semaphoreActor struct {
 	sig   signal
 	subID uint64
 
-	// permit: a permit semaphore (KindPermit; permit.go). Each request takes
-	// one permit named by its Owner (the permit id) for its Lease, and a
-	// release gives back the permit of its Owner.
-	permit bool
+	// attempt and giveBack build the acquire and the owed release this
+	// actor sends: semAttempt and semGiveBack, or, for a permit semaphore
+	// (KindPermit; permit.go), permAttempt and permGiveBack, which take
+	// and give back one permit named by the request's Owner.
+	attempt  func(m *messages.Acquire, queued bool) request
+	giveBack func(o *owed) request
 }
 
 // semVerdict: until when a request for at least permits is known to fail.
@@ -57,13 +59,14 @@ func (v semVerdict) refuses(m *messages.Acquire, now time.Time) bool {
 
 func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 	a := &semaphoreActor{base: base{rt: rt, key: key, entry: e}}
+	a.attempt = func(m *messages.Acquire, queued bool) request {
+		return &semAttempt{a: a, m: m, queued: queued, news: a.news}
+	}
+	a.giveBack = func(o *owed) request { return &semGiveBack{a: a, o: o} }
 	a.ledger = newLedger(&a.base)
 	a.ledger.stalled = func(err error) {
 		tellStalled(&a.direct, &a.owed, err)
-		for _, m := range a.adjusts { // never sent: nothing changed
-			answerAdjust(m, messages.AdjustResult{Err: err})
-		}
-		a.adjusts = nil
+		refuseAdjusts(&a.adjusts, err)
 	}
 	return a
 }

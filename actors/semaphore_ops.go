@@ -11,11 +11,7 @@ import (
 
 // try sends the acquire script for m (queued: the head of the queue).
 func (a *semaphoreActor) try(m *messages.Acquire, queued bool) {
-	if a.permit {
-		a.ledger.send(&permAttempt{a: a, m: m, queued: queued, news: a.news})
-		return
-	}
-	a.ledger.send(&semAttempt{a: a, m: m, queued: queued, news: a.news})
+	a.ledger.send(a.attempt(m, queued))
 }
 
 // semAttempt is one semaphore_acquire.lua.
@@ -91,11 +87,7 @@ func (a *semaphoreActor) runOwed(now time.Time) bool {
 	if o == nil {
 		return false
 	}
-	if a.permit {
-		a.ledger.send(&permGiveBack{a: a, o: o})
-	} else {
-		a.ledger.send(&semGiveBack{a: a, o: o})
-	}
+	a.ledger.send(a.giveBack(o))
 	return true
 }
 

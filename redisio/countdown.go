@@ -2,9 +2,6 @@ package redisio
 
 import (
 	"context"
-	"errors"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor/scripts"
 )
@@ -28,11 +25,7 @@ func (c *Conn) CountDown(ctx context.Context, op Op, name string) Reply {
 
 // CountDownGet is the count (0 when none is set).
 func (c *Conn) CountDownGet(ctx context.Context, name string) (int64, error) {
-	n, err := c.rdb.Get(ctx, name).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	return n, err
+	return c.getCount(ctx, name)
 }
 
 // CountDownGetThen reads the count without waiting and hands it to then (on

@@ -3,7 +3,6 @@ package redisio
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -36,12 +35,16 @@ func (c *Conn) SemaphoreSet(ctx context.Context, op Op, name string, n int) Repl
 
 // SemaphoreGet is the count available (0 when unset).
 func (c *Conn) SemaphoreGet(ctx context.Context, name string) (int, error) {
-	s, err := c.rdb.Get(ctx, name).Result()
+	n, err := c.getCount(ctx, name)
+	return int(n), err
+}
+
+// getCount reads a decimal count held at name: a semaphore's permits or a
+// CountDownLatch's count; 0 when the key is missing.
+func (c *Conn) getCount(ctx context.Context, name string) (int64, error) {
+	n, err := c.rdb.Get(ctx, name).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(s)
+	return n, err
 }
