@@ -68,16 +68,23 @@ func (hb *holdBook) extended(m *extended) (lost bool) {
 	case h != nil && m.sent.Before(h.confirmed):
 		h = nil // a later grant set the lease Redis has now
 	}
+	ok := m.ok
 	if h != nil && m.err == nil {
-		if m.ok {
+		if ok {
 			h.lease = m.m.Lease
 			h.confirm(m.sent, hb.watchdog)
 			h.until = time.Now().Add(m.m.Lease)
-		} else {
+			// A handle's Extend whose reply came back after the new lease,
+			// counted from the send, could have run out (a paused server,
+			// a slow network): the caller would get none of it, and the
+			// hold may be gone. It could not renew in time: lost.
+			ok = m.h == nil || !h.expired(time.Now())
+		}
+		if !ok {
 			hb.drop(k, h, true)
 			lost = true
 		}
 	}
-	m.m.Answer(messages.ExtendResult{OK: m.ok, Err: m.err})
+	m.m.Answer(messages.ExtendResult{OK: ok, Err: m.err})
 	return lost
 }

@@ -54,6 +54,14 @@ func TestLockActor_HandleExtend(t *testing.T) {
 			answered("e", "refused"),
 			noCall(20 * ms),
 		}},
+		{name: "a reply later than the new lease: not held, and the hold is dropped", steps: holding(
+			handleExtend("e", "h", 50*ms),
+			expect("renew h", late(70*ms), done(true)),
+			answered("e", "refused"),
+			handleExtend("e2", "h", long),
+			answered("e2", "refused"), // no hold left: answered without Redis
+			noCall(20*ms),
+		)},
 		{name: "a coordinator's Extend is sent whatever the record says", steps: []step{
 			extend("e", "x", long),
 			expect("renew x", done(true)),
