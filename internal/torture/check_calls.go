@@ -329,8 +329,8 @@ func CheckGhostGrants(l *Log) []Violation {
 			continue
 		}
 		lease := "watchdog"
-		if !h.LeaseLate.IsZero() {
-			lease = h.LeaseLate.Sub(h.Grant).String()
+		if h.Lease > 0 {
+			lease = h.Lease.String()
 		}
 		vs = append(vs, Violation{Check: VGhost, At: h.Grant, Msg: fmt.Sprintf(
 			"%s: %s hold (g%d, owner %s, lease %s) granted %s (call started %s), but its field was gone from Redis at %s",
@@ -340,7 +340,7 @@ func CheckGhostGrants(l *Log) []Violation {
 }
 
 func ghostExcused(l *Log, h *Hold) bool {
-	lease := h.LeaseLate.Sub(h.Grant) // the fixed lease; 0 for watchdog holds
+	lease := h.Lease
 	if lease <= 0 {
 		lease = watchdog
 	}

@@ -49,10 +49,11 @@ const (
 	blockLoseFor     = 3 * time.Second
 )
 
-// late is an active FaultLate: the reply of every hand-off script of the
-// server's Clients that grants the next owner a short lease (up to
-// shortLeaseMax) comes back after that lease has run out: lateBy past it
-// and up to the lease again.
+// late is an active FaultLate: the reply of every script of the server's
+// Clients that sets a short lease (up to shortLeaseMax) comes back after
+// that lease has run out, lateBy past it and up to the lease again: a
+// hand-off granting the next owner such a lease, and a renewal with one
+// (an Extend's; a watchdog's leases are longer).
 type late struct {
 	server string
 	rng    *rand.Rand
@@ -62,7 +63,12 @@ type late struct {
 // hand-off granted ran out.
 const lateBy = 100 * time.Millisecond
 
-var handoffSHA = scripts.Latched.Handoff.Hash()
+// The scripts a FaultLate window delays, and which of their ARGV is the
+// lease they set (handoff.lua: the next owner's; renew.lua: the holder's).
+var lateLeaseArg = map[string]int{
+	scripts.Latched.Handoff.Hash(): 4,
+	scripts.Renew.Hash():           1,
+}
 
 // Withheld is a release script whose reply the hook withheld after it ran
 // in Redis (EffectLoseReply): the runtime cannot know it ran, the checker
@@ -146,10 +152,10 @@ func (f *Faults) blocks(server string, client int, cmds []redis.Cmder) Effect {
 	return EffectNone
 }
 
-// lateHandoff is how late the reply of cmds of server comes back: 0 unless
-// a FaultLate window of server is open and one of cmds is a hand-off that
-// grants a short lease.
-func (f *Faults) lateHandoff(server string, cmds []redis.Cmder) time.Duration {
+// lateReply is how late the reply of cmds of server comes back: 0 unless
+// a FaultLate window of server is open and one of cmds sets a short lease
+// (see late).
+func (f *Faults) lateReply(server string, cmds []redis.Cmder) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.slow
@@ -158,12 +164,12 @@ func (f *Faults) lateHandoff(server string, cmds []redis.Cmder) time.Duration {
 	}
 	for _, cmd := range cmds {
 		args := cmd.Args()
-		if sha, _ := scriptSHA(args); sha != handoffSHA {
+		sha, _ := scriptSHA(args)
+		at, ok := lateLeaseArg[sha]
+		if !ok {
 			continue
 		}
-		// EVALSHA sha numkeys KEYS... ARGV...: ARGV[4] is the next owner's
-		// lease in ms (handoff.lua).
-		lease, ok := scriptArg(args, 4)
+		lease, ok := scriptArg(args, at) // in ms
 		if !ok || lease <= 0 || lease > shortLeaseMax.Milliseconds() {
 			continue
 		}

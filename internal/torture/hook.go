@@ -88,7 +88,7 @@ func (h *Hook) fault(cmds []redis.Cmder, send func() error) error {
 	}
 	e, d := h.Faults.blocks(h.Server, h.Client, cmds), time.Duration(0)
 	if e == EffectNone {
-		if d = h.Faults.lateHandoff(h.Server, cmds); d > 0 {
+		if d = h.Faults.lateReply(h.Server, cmds); d > 0 {
 			e = EffectLateReply
 		}
 	}

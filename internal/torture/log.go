@@ -56,10 +56,11 @@ const (
 	OpTryAcquire
 	OpRelease
 	OpSetPermits
+	OpExtend
 	numOps
 )
 
-var opNames = [numOps]string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Acquire", "TryAcquire", "Release", "TrySetPermits"}
+var opNames = [numOps]string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Acquire", "TryAcquire", "Release", "TrySetPermits", "Extend"}
 
 // String is the API call's name.
 func (o Op) String() string {
@@ -172,10 +173,15 @@ type Hold struct {
 	// between AcqStart and Grant.
 	AcqStart time.Time
 	Grant    time.Time
+	// Lease is the fixed lease of the latest grant; zero for watchdog holds.
+	Lease time.Duration
 	// LeaseUntil is the earliest moment a fixed lease could run out
-	// (AcqStart of the latest grant + lease); zero for watchdog holds.
+	// (AcqStart of the latest grant + lease, or the start of a later
+	// Extend + its lease, as Redis counts it: see leaseFloor); zero for
+	// watchdog holds.
 	LeaseUntil time.Time
-	// LeaseLate is the latest moment it could run out (Grant + lease).
+	// LeaseLate is the latest moment it could run out (Grant + lease, or an
+	// Extend's reply + its lease).
 	LeaseLate time.Time
 	Token     uint64
 	// End is just before the last Unlock (Release) was called; zero if it

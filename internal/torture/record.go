@@ -148,7 +148,7 @@ func (rec *recorder) open(h Hold, callIdx int, lost <-chan struct{}) *openHold {
 		h.N = 1
 	}
 	if c.Lease > 0 {
-		h.LeaseUntil, h.LeaseLate = c.Start.Add(c.Lease), c.End.Add(c.Lease)
+		h.Lease, h.LeaseUntil, h.LeaseLate = c.Lease, c.Start.Add(leaseFloor(c.Lease)), c.End.Add(c.Lease)
 	}
 	rec.mu.Lock()
 	rec.holds = append(rec.holds, h)
@@ -175,7 +175,40 @@ func (oh *openHold) regrant(callIdx int) {
 	defer oh.rec.mu.Unlock()
 	h := &oh.rec.holds[oh.i]
 	if c.Lease > 0 {
-		h.LeaseUntil, h.LeaseLate = c.Start.Add(c.Lease), c.End.Add(c.Lease)
+		h.Lease, h.LeaseUntil, h.LeaseLate = c.Lease, c.Start.Add(leaseFloor(c.Lease)), c.End.Add(c.Lease)
+	}
+}
+
+// leaseFloor is the least a lease of d keeps a key in Redis from when its
+// script runs: the library sends whole milliseconds (rounded down), and
+// Redis counts a PEXPIRE from its clock's current millisecond, up to one
+// before the script's real time.
+func leaseFloor(d time.Duration) time.Duration {
+	return d.Truncate(time.Millisecond) - time.Millisecond
+}
+
+// extended applies an Extend (call i) to the hold's fixed-lease bounds.
+// Redis set the new TTL, if at all, somewhere between the call's start and
+// its reply: a success moves both bounds there. A refusal of the call
+// itself (ErrInvalidArgument) sent nothing. Any other result may hide a
+// renewal that ran (not held: also a reply that came back after the new
+// lease, a shorter one perhaps; an error or an ended ctx: a lost reply),
+// so the hold keeps the earlier of the two ends and the later of the two
+// latest ends.
+func (oh *openHold) extended(callIdx int) {
+	c := oh.rec.call(callIdx)
+	oh.rec.link(callIdx, oh.id)
+	oh.rec.mu.Lock()
+	defer oh.rec.mu.Unlock()
+	h := &oh.rec.holds[oh.i]
+	until, late := c.Start.Add(leaseFloor(c.Lease)), c.End.Add(c.Lease)
+	switch c.Out {
+	case OutOK:
+		h.LeaseUntil, h.LeaseLate = until, late
+	case OutInvalid:
+	default:
+		h.LeaseUntil = minTime(h.LeaseUntil, until)
+		h.LeaseLate = maxTime(h.LeaseLate, late)
 	}
 }
 

@@ -47,6 +47,9 @@ func (w *worker) lockStep(p plan, prim Prim, cl *client, name string) {
 			}
 		}
 	}
+	if p.extend && s.lease > 0 && bad(w.extend(cl, l, prim, res, owner, p.extendLease, p.deadlines[5], h)) {
+		dirty = true
+	}
 	critical(p, s)
 	rp := p
 	if p.relock && s.lease > 0 {

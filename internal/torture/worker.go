@@ -87,6 +87,10 @@ type plan struct {
 	// quickUnlock: the Unlock deadline (100-300ms) of a step that re-locks
 	// after a fixed lease, a caller in a hurry.
 	quickUnlock time.Duration
+	// extend: a fixed-lease hold is extended (Lock.Extend) to extendLease
+	// before its critical section (see extendLeaseOf).
+	extend      bool
+	extendLease time.Duration
 }
 
 func drawPlan(rng *rand.Rand) plan {
@@ -125,7 +129,22 @@ func drawPlan(rng *rand.Rand) plan {
 	p.noDeadline = rng.IntN(4) == 0
 	p.sharedPrim = rng.IntN(len(sharedPrims))
 	p.quickUnlock = 100*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond)+1))
+	p.extend = rng.IntN(3) == 0
+	p.extendLease = extendLeaseOf(rng)
 	return p
+}
+
+// extendLeaseOf draws an Extend's lease like a grant's: short for half (a
+// FaultLate window then delays its reply past it, and fault delays outlast
+// it), 1-3 s otherwise, and, rarely, below MinLease (refused).
+func extendLeaseOf(rng *rand.Rand) time.Duration {
+	switch r := rng.IntN(100); {
+	case r < 1:
+		return time.Duration(rng.Int64N(int64(lockactor.MinLease))) + 1
+	case r < 50:
+		return shortLease + time.Duration(rng.Int64N(int64(shortLeaseMax-shortLease)+1))
+	}
+	return time.Second + time.Duration(rng.Int64N(int64(2*time.Second)+1))
 }
 
 // shape is one acquire call's form.
@@ -286,6 +305,17 @@ func lockCall(ctx context.Context, l lockactor.Locker, s shape) (bool, error) {
 		opts = append(opts, lockactor.WithWait(s.wait))
 	}
 	return l.TryLock(ctx, opts...)
+}
+
+// extend makes one Extend call on l (a handle of cl, holding h with a fixed
+// lease) and records it; the hold's lease bounds follow what it returned.
+func (w *worker) extend(cl *client, l *lockactor.Lock, prim Prim, res, owner string, lease, deadline time.Duration, h *openHold) Outcome {
+	c := Call{Client: cl.name, Prim: prim, Op: OpExtend, Res: []string{res}, Owners: []string{owner}, Lease: lease}
+	cc := newCallCtx(deadline, 0)
+	defer cc.done()
+	out, ci := w.rec.do(c, cc, func(ctx context.Context) (bool, error) { return true, l.Extend(ctx, lease) })
+	h.extended(ci)
+	return out
 }
 
 // unlock makes one Unlock call on l (a handle of cl) and records it; a
