@@ -322,11 +322,17 @@ func permits(n int) step {
 	}
 }
 
-// listening checks whether the actor is subscribed to channel.
+// listening checks whether the actor is subscribed to channel. The actor
+// (un)subscribes as it settles, which can come just after the answer a
+// step before waited for: it gets a second to get there.
 func listening(channel string, want bool) step {
 	return func(h *harness) {
-		if got := h.ps.listening(channel); got != want {
-			h.t.Fatalf("subscribed to %s: %v, want %v", channel, got, want)
+		deadline := time.Now().Add(time.Second)
+		for h.ps.listening(channel) != want {
+			if time.Now().After(deadline) {
+				h.t.Fatalf("subscribed to %s: %v, want %v", channel, !want, want)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }
