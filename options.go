@@ -201,8 +201,9 @@ func withLatchKeep(d time.Duration) Option {
 	return func(o *options) { o.latchKeep = d }
 }
 
-// MinLease is the shortest lease lockactor accepts, for WithLease and
-// WithWatchdogTimeout alike. A grant whose reply comes back after half its
+// MinLease is the shortest lease lockactor accepts, for WithLease,
+// WithWatchdogTimeout, Lock.Extend and a PermitSemaphore's permits alike. A
+// grant whose reply comes back after half its
 // lease is given back rather than handed out (too little of it is left to
 // work with), so a lease must be well above the round trip to Redis: leases
 // near MinLease only suit a Redis on the same host.

@@ -46,10 +46,11 @@ func (c *Client) PermitSemaphore(name string) *PermitSemaphore {
 func (s *PermitSemaphore) Name() string { return s.name }
 
 // check rejects calls that must not reach Redis: a Semaphore's checks, and
-// a lease that is not positive.
+// a lease below MinLease (Redis counts leases in whole milliseconds: a
+// shorter one would end as it is granted, as WithLease's would).
 func (s *PermitSemaphore) check(ctx context.Context, n, minN int, lease time.Duration) error {
-	if lease <= 0 {
-		return invalid(s.name, fmt.Sprintf("lease %v", lease))
+	if lease < MinLease {
+		return invalid(s.name, fmt.Sprintf("lease %v below MinLease (%v)", lease, MinLease))
 	}
 	return checkPermits(ctx, s.c, s.name, n, minN)
 }
@@ -107,7 +108,7 @@ func (s *PermitSemaphore) AvailablePermits(ctx context.Context) (int, error) {
 	})
 }
 
-// Acquire takes one permit for lease (> 0), waiting until one is available
+// Acquire takes one permit for lease (>= MinLease), waiting until one is available
 // or ctx ends, and returns its id. When ctx ends first, the error matches
 // ctx.Err() and no permit is held (one taken as ctx ended is given back).
 func (s *PermitSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
@@ -115,7 +116,7 @@ func (s *PermitSemaphore) Acquire(ctx context.Context, lease time.Duration) (str
 	return id, err
 }
 
-// TryAcquire takes one permit for lease (> 0) if one is available within
+// TryAcquire takes one permit for lease (>= MinLease) if one is available within
 // wait (0: one attempt) and returns its id; ("", false, nil) when none was.
 // With replica sync on, a single attempt whose permit too few replicas
 // confirmed gives it back and returns an error matching ErrNotReplicated;
@@ -182,7 +183,7 @@ func (s *PermitSemaphore) Release(ctx context.Context, id string) error {
 	return nil
 }
 
-// UpdateLease gives the held permit id a new lease (> 0), counted from now
+// UpdateLease gives the held permit id a new lease (>= MinLease), counted from now
 // (shorter or longer than the one it had). ErrNotHeld when the permit is not
 // held (released, or its lease had ended).
 func (s *PermitSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) error {
