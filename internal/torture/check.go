@@ -56,6 +56,7 @@ const (
 	VWorkload  = "workload"
 	VGhost     = "ghost-grant"
 	VLateLost  = "lost-after-release"
+	VLatch     = "countdown-latch"
 )
 
 // Violation is one thing the checker found wrong.
@@ -80,7 +81,7 @@ func (l *Log) describe(s Span) string {
 	if h.Token != 0 {
 		extra = fmt.Sprintf(" token %d", h.Token)
 	}
-	if h.Prim == PrimSem {
+	if h.Prim.Counted() {
 		extra = fmt.Sprintf(" %d permit(s)", h.N)
 	}
 	return fmt.Sprintf("%s hold #%d of %s by %s (g%d)%s [%s, %s] ended by %s",

@@ -62,7 +62,7 @@ func CheckCallErrors(l *Log, safe []Span) []Violation {
 			vs = append(vs, Violation{Check: VErrors, At: c.End, Msg: fmt.Sprintf(
 				"%v: %s %s (g%d, %s, owner %v) at %s returned %s: %s", c.Res, c.Prim, c.Op, c.G, c.Client, c.Owners, l.at(c.Start), c.Out, c.Err)})
 		case OutNotHeld:
-			if c.Op != OpUnlock || notHeldExplained(l, c, spanOf) {
+			if !judgedNotHeld(c) || notHeldExplained(l, c, spanOf) {
 				continue
 			}
 			var desc []string
@@ -72,11 +72,18 @@ func CheckCallErrors(l *Log, safe []Span) []Violation {
 				}
 			}
 			vs = append(vs, Violation{Check: VErrors, At: c.End, Msg: fmt.Sprintf(
-				"%v: %s Unlock (g%d, %s, owner %v) [%s, %s] returned ErrNotHeld, but no Lost, lease, ForceUnlock, restart or earlier ambiguous call explains it: %v",
-				c.Res, c.Prim, c.G, c.Client, c.Owners, l.at(c.Start), l.at(c.End), desc)})
+				"%v: %s %s (g%d, %s, owner %v) [%s, %s] returned ErrNotHeld, but no Lost, lease, ForceUnlock, restart or earlier ambiguous call explains it: %v",
+				c.Res, c.Prim, c.Op, c.G, c.Client, c.Owners, l.at(c.Start), l.at(c.End), desc)})
 		}
 	}
 	return vs
+}
+
+// judgedNotHeld reports whether an ErrNotHeld from c needs a cause: an
+// Unlock's, or a permit's Release or UpdateLease (a permit is not held
+// once its lease may have ended, and not before).
+func judgedNotHeld(c *Call) bool {
+	return c.Op == OpUnlock || (c.Prim == PrimPermit && (c.Op == OpRelease || c.Op == OpUpdateLease))
 }
 
 // notHeldExplained reports whether an Unlock's ErrNotHeld has a legitimate
@@ -176,7 +183,7 @@ func CheckRenewals(l *Log, lim Limits) []Violation {
 	}
 	for i := range l.Holds {
 		h := &l.Holds[i]
-		if h.Prim != PrimSem {
+		if !h.Prim.Counted() {
 			ri := get(h.Res, h.Field())
 			ri.holds = append(ri.holds, h)
 		}
@@ -189,7 +196,7 @@ func CheckRenewals(l *Log, lim Limits) []Violation {
 				unlocks[id] = append(unlocks[id], c.Out)
 			}
 		}
-		if c.Op.acquires() && c.Prim != PrimSem {
+		if c.Op.acquires() && !c.Prim.Counted() {
 			for j, r := range c.Res {
 				ri := get(r, c.field(j))
 				ri.calls = append(ri.calls, c)

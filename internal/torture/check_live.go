@@ -46,7 +46,7 @@ func CheckLiveness(l *Log, spans []Span, lim Limits) []Violation {
 		for _, r := range c.Res {
 			covered = append(covered, pick(lv.excused[r], w)...)
 			switch c.Prim {
-			case PrimSem:
+			case PrimSem, PrimPermit:
 				covered = append(covered, lv.semBusy(r, c.N, w)...)
 				covered = append(covered, lv.fifo(c, w)...)
 			case PrimRead:
@@ -102,6 +102,15 @@ func newLiveIndex(l *Log, spans []Span, lim Limits) *liveIndex {
 	for _, s := range spans {
 		r := s.H.Res
 		lv.spans[r] = append(lv.spans[r], s)
+		if s.H.Prim == PrimPermit {
+			lv.addPermits(r, s.Interval, 1)
+			// A permit whose Release failed goes back when its lease
+			// ends, whatever happened to the Release.
+			if s.H.DoneOut.Ambiguous() {
+				lv.addPermits(r, Interval{s.B, minTime(s.H.LeaseLate, lv.untilRestart(r, s.B))}, 1)
+			}
+			continue
+		}
 		if s.H.Prim == PrimSem {
 			lv.addPermits(r, s.Interval, s.H.N)
 			// A Release that failed may not have given the permits back: a
@@ -126,16 +135,23 @@ func newLiveIndex(l *Log, spans []Span, lim Limits) *liveIndex {
 		if !c.Returned() {
 			end = l.End
 		}
+		// (A permit's Release or UpdateLease answered ErrNotHeld changed
+		// nothing: its lease had ended.)
 		bad := c.Out == OutRedis || c.Out == OutNoQuorum ||
-			(!c.Op.acquires() && c.Out != OutOK && c.Out != OutNo && c.Op != OpSetPermits)
+			(!c.Op.acquires() && c.Out != OutOK && c.Out != OutNo && c.Op != OpSetPermits &&
+				!(c.Prim == PrimPermit && c.Out == OutNotHeld))
 		for _, r := range c.Res {
 			if bad {
 				lv.excused[r] = append(lv.excused[r], Interval{c.Start, end.Add(lim.Recovery)})
 			}
-			if c.Prim != PrimSem {
+			if !c.Prim.Counted() {
 				continue
 			}
 			switch {
+			case c.Prim == PrimPermit && c.Op.acquires() && c.Out.Ambiguous():
+				// A permit taken with its reply lost (or as the context
+				// ended) comes back when its lease ends.
+				lv.addPermits(r, Interval{end, minTime(end.Add(c.Lease), lv.untilRestart(r, end))}, 1)
 			case c.Op == OpSetPermits && (c.Out == OutOK || c.Out == OutNo):
 				lv.exists[r] = append(lv.exists[r], Interval{end, lv.untilRestart(r, end)})
 			case c.Op.acquires() && (c.Out == OutRedis || c.Out == OutNoQuorum):
@@ -148,7 +164,7 @@ func newLiveIndex(l *Log, spans []Span, lim Limits) *liveIndex {
 				lv.addPermits(r, Interval{end, end.Add(lim.Recovery)}, c.N)
 			}
 		}
-		if c.Waiting && (c.Prim == PrimSem || c.Prim == PrimWrite) && len(c.Res) == 1 {
+		if c.Waiting && (c.Prim.Counted() || c.Prim == PrimWrite) && len(c.Res) == 1 {
 			k := c.Res[0] + "\x00" + c.Client
 			lv.waiting[k] = append(lv.waiting[k], c)
 		}

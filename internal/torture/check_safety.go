@@ -15,7 +15,7 @@ import (
 func CheckMutualExclusion(l *Log, spans []Span, lim Limits) []Violation {
 	byRes := map[string][]Span{}
 	for _, s := range spans {
-		if s.H.Prim != PrimSem && !s.Empty() {
+		if !s.H.Prim.Counted() && !s.Empty() {
 			byRes[s.H.Res] = append(byRes[s.H.Res], s)
 		}
 	}
@@ -59,7 +59,7 @@ func CheckSemaphoreBound(l *Log, spans []Span, lim Limits) []Violation {
 	}
 	byRes := map[string][]edge{}
 	for _, s := range spans {
-		if s.H.Prim == PrimSem && !s.Empty() {
+		if s.H.Prim.Counted() && !s.Empty() {
 			byRes[s.H.Res] = append(byRes[s.H.Res], edge{s.A, s.H.N, s}, edge{s.B, -s.H.N, s})
 		}
 	}

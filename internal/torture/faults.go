@@ -231,7 +231,7 @@ func (f *Faults) Withheld() []Withheld {
 
 // The classes of command a block window can refuse.
 const (
-	ClassRelease = "release" // every latched release script
+	ClassRelease = "release" // every latched release script (and CountDown)
 	ClassResolve = "resolve" // settlements of lost replies (latch_resolve.lua)
 	ClassAcquire = "acquire" // every latched acquire script (never blocked)
 )
@@ -239,11 +239,13 @@ const (
 var classBySHA = func() map[string]string {
 	m := map[string]string{scripts.Resolve.Hash(): ClassResolve}
 	for _, s := range []*redis.Script{scripts.Latched.Unlock, scripts.Latched.Handoff, scripts.Latched.FairUnlock,
-		scripts.Latched.ReadUnlock, scripts.Latched.WriteUnlock, scripts.Latched.SemaphoreRelease} {
+		scripts.Latched.ReadUnlock, scripts.Latched.WriteUnlock, scripts.Latched.SemaphoreRelease,
+		scripts.Latched.PermitRelease, scripts.Latched.CountDownDown} {
 		m[s.Hash()] = ClassRelease
 	}
 	for _, s := range []*redis.Script{scripts.Latched.Lock, scripts.Latched.FencedLock, scripts.Latched.FairLock,
-		scripts.Latched.ReadLock, scripts.Latched.WriteLock, scripts.Latched.SemaphoreAcquire} {
+		scripts.Latched.ReadLock, scripts.Latched.WriteLock, scripts.Latched.SemaphoreAcquire,
+		scripts.Latched.PermitAcquire, scripts.Latched.CountDownSet} {
 		m[s.Hash()] = ClassAcquire
 	}
 	return m

@@ -17,7 +17,10 @@ type Prim uint8
 
 // The primitives. PrimRead and PrimWrite are the two views of a
 // ReadWriteLock; PrimMulti is a MultiLock (its holds are exclusive holds of
-// each member's name).
+// each member's name); PrimSpin a SpinLock (Lock's hash, no subscription);
+// PrimPermit a PermitSemaphore (one permit per hold, its Owner the permit's
+// id, always with a lease); PrimLatch a CountDownLatch (no holds: rounds of
+// TrySetCount, CountDown and Await, judged by CheckLatches).
 const (
 	PrimLock Prim = iota
 	PrimFair
@@ -26,10 +29,13 @@ const (
 	PrimWrite
 	PrimSem
 	PrimMulti
+	PrimSpin
+	PrimPermit
+	PrimLatch
 	numPrims
 )
 
-var primNames = [numPrims]string{"lock", "fair", "fenced", "rw-read", "rw-write", "semaphore", "multilock"}
+var primNames = [numPrims]string{"lock", "fair", "fenced", "rw-read", "rw-write", "semaphore", "multilock", "spin", "permit", "latch"}
 
 // String names the primitive.
 func (p Prim) String() string {
@@ -40,8 +46,13 @@ func (p Prim) String() string {
 }
 
 // Exclusive reports whether a hold of p excludes every other owner's hold of
-// the same name (all but read holds and semaphore permits).
-func (p Prim) Exclusive() bool { return p != PrimRead && p != PrimSem }
+// the same name (all but read holds and permits of either semaphore).
+func (p Prim) Exclusive() bool { return p != PrimRead && !p.Counted() }
+
+// Counted reports whether holds of p are permits counted against
+// Limits.Permits (Semaphore and PermitSemaphore) rather than owners of a
+// hash field.
+func (p Prim) Counted() bool { return p == PrimSem || p == PrimPermit }
 
 // Op is what a call asked for.
 type Op uint8
@@ -57,10 +68,15 @@ const (
 	OpRelease
 	OpSetPermits
 	OpExtend
+	OpUpdateLease
+	OpSetCount
+	OpCountDown
+	OpAwait
 	numOps
 )
 
-var opNames = [numOps]string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Acquire", "TryAcquire", "Release", "TrySetPermits", "Extend"}
+var opNames = [numOps]string{"Lock", "TryLock", "Unlock", "ForceUnlock", "Acquire", "TryAcquire", "Release", "TrySetPermits", "Extend",
+	"UpdateLease", "TrySetCount", "CountDown", "Await"}
 
 // String is the API call's name.
 func (o Op) String() string {
@@ -138,10 +154,11 @@ type Call struct {
 	Op     Op
 	// Res are the resources ("<server>/<name>") the call touches and Owners
 	// the owner (hash field without the ":write" suffix) on each; a MultiLock
-	// has two, everything else one. A semaphore has no owner.
+	// has two, everything else one. A semaphore has no owner; a permit's
+	// owner is its id (known once the acquire returned); a latch has none.
 	Res    []string
 	Owners []string
-	N      int           // permits (semaphores)
+	N      int           // permits (semaphores); the count (TrySetCount)
 	Wait   time.Duration // TryLock/TryAcquire wait bound; 0: one attempt
 	Lease  time.Duration // WithLease; 0: watchdog
 	// Waiting marks a call that may block until the resource is available

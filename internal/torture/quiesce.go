@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor/redisio"
 )
@@ -49,25 +52,47 @@ func fairNames() []string {
 // did not say. It reads every generation's count in Redis (a restart wipes
 // them, and is checked just before it): a request applied twice (a
 // settlement that answered "did not run" for a Release that had run) leaves
-// its extra permits there for good.
+// its extra permits there for good. A permit semaphore's free permits and
+// the permits in its deadlines set (held, or ended and not yet given back)
+// add up to what it was set to: more means a release or a reclaim counted
+// twice.
 func (r *runner) checkSemCounts() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for g := int64(0); g <= r.gen.Load(); g++ {
 		for i := 0; i < namesPerPrim; i++ {
-			name := fmt.Sprintf("sem%d.g%d", i, g)
-			if r.topo.lossy("A/"+name) || r.topo.lossy("B/"+name) {
-				continue // a lossy failover may have dropped acquires: see Relaxations
-			}
-			v, err := r.admin["A"].Get(ctx, name).Result()
-			if err != nil {
-				continue // gone with a restart, or unreadable: nothing to judge
-			}
-			if n, err := strconv.Atoi(v); err == nil && n > r.lim.Permits && r.firstReport("semaphore-count "+name) {
-				r.violate(VPermits, fmt.Sprintf("A/%s: Redis counts %d free permits, more than the %d it was set to (at +%.3fs)",
-					name, n, r.lim.Permits, time.Since(r.start).Seconds()))
+			for _, name := range []string{fmt.Sprintf("sem%d.g%d", i, g), fmt.Sprintf("permit%d.g%d", i, g)} {
+				r.checkSemCount(ctx, name, strings.HasPrefix(name, "permit"))
 			}
 		}
+	}
+}
+
+func (r *runner) checkSemCount(ctx context.Context, name string, permits bool) {
+	if r.topo.lossy("A/"+name) || r.topo.lossy("B/"+name) {
+		return // a lossy failover may have dropped acquires: see Relaxations
+	}
+	// Both read in one transaction: the workers may still be running.
+	var free *redis.StringCmd
+	var held *redis.IntCmd
+	if _, err := r.admin["A"].TxPipelined(ctx, func(p redis.Pipeliner) error {
+		free = p.Get(ctx, name)
+		held = p.ZCard(ctx, redisio.PermitTimeouts(name))
+		return nil
+	}); err != nil {
+		return // gone with a restart, or unreadable: nothing to judge
+	}
+	n, err := strconv.Atoi(free.Val())
+	if err != nil {
+		return
+	}
+	what := "free permits"
+	if permits {
+		n, what = n+int(held.Val()), "free and leased permits"
+	}
+	if n > r.lim.Permits && r.firstReport("semaphore-count "+name) {
+		r.violate(VPermits, fmt.Sprintf("A/%s: Redis counts %d %s, more than the %d it was set to (at +%.3fs)",
+			name, n, what, r.lim.Permits, time.Since(r.start).Seconds()))
 	}
 }
 

@@ -121,6 +121,13 @@ func (rec *recorder) setToken(i int, token uint64) {
 	rec.calls[i].Token = token
 }
 
+// setOwners names call i's owners once it returned them (a permit's id).
+func (rec *recorder) setOwners(i int, owners ...string) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.calls[i].Owners = owners
+}
+
 func (rec *recorder) link(i int, holdID int) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

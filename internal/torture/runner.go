@@ -285,24 +285,31 @@ func (r *runner) onRenew(rn Renewal) {
 	r.renewals = append(r.renewals, rn)
 }
 
-// newGeneration initialises generation g's semaphores with TrySetPermits
-// (through the unhooked setup Client, retrying) and makes it current.
+// newGeneration initialises generation g's semaphores and permit
+// semaphores with TrySetPermits (through the unhooked setup Client,
+// retrying) and makes it current.
 func (r *runner) newGeneration(g int64) {
 	for i := 0; i < namesPerPrim; i++ {
-		name := fmt.Sprintf("sem%d.g%d", i, g)
-		sem := r.setup.Semaphore(name)
-		for try := 0; try < setPermitsTries; try++ {
-			cc := newCallCtx(2*time.Second, 0)
-			out, _ := r.self.do(Call{Client: "setup", Prim: PrimSem, Op: OpSetPermits, Res: []string{"A/" + name}, N: r.lim.Permits}, cc,
-				func(ctx context.Context) (bool, error) { return sem.TrySetPermits(ctx, r.lim.Permits) })
-			cc.done()
-			if out == OutOK || out == OutNo {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		sem, ps := r.setup.Semaphore(fmt.Sprintf("sem%d.g%d", i, g)), r.setup.PermitSemaphore(fmt.Sprintf("permit%d.g%d", i, g))
+		r.setPermits(PrimSem, sem.Name(), sem.TrySetPermits)
+		r.setPermits(PrimPermit, ps.Name(), ps.TrySetPermits)
 	}
 	r.gen.Store(g)
+}
+
+// setPermits runs set (a TrySetPermits) on server A's name until Redis
+// answers.
+func (r *runner) setPermits(prim Prim, name string, set func(context.Context, int) (bool, error)) {
+	for try := 0; try < setPermitsTries; try++ {
+		cc := newCallCtx(2*time.Second, 0)
+		out, _ := r.self.do(Call{Client: "setup", Prim: prim, Op: OpSetPermits, Res: []string{"A/" + name}, N: r.lim.Permits}, cc,
+			func(ctx context.Context) (bool, error) { return set(ctx, r.lim.Permits) })
+		cc.done()
+		if out == OutOK || out == OutNo {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // collect assembles the log from every recorder.

@@ -120,7 +120,7 @@ func (w *worker) grant(l *lockactor.Lock, h Hold, ci int) *openHold {
 // probe looks, on an unhooked connection, whether Redis has the hold the
 // caller was just handed (see CheckGhostGrants).
 func (w *worker) probe(oh *openHold, h Hold) {
-	if h.Prim != PrimLock && h.Prim != PrimFenced && h.Prim != PrimFair && h.Prim != PrimMulti {
+	if h.Prim != PrimLock && h.Prim != PrimFenced && h.Prim != PrimFair && h.Prim != PrimMulti && h.Prim != PrimSpin {
 		return
 	}
 	server, name, _ := strings.Cut(h.Res, "/")
@@ -314,12 +314,13 @@ func (w *worker) multiStep(p plan) {
 	}
 }
 
-// forceStep deletes a Lock, FairLock or FencedLock name whoever holds it.
+// forceStep deletes a Lock, FairLock, FencedLock or SpinLock name whoever
+// holds it.
 // The forced-out holder may then see ErrNotHeld and Lost: legitimate, and
 // the checker ends every hold of the name at that moment.
 func (w *worker) forceStep(p plan) {
-	prim := [...]Prim{PrimLock, PrimFair, PrimFenced}[p.shape%3]
-	name := fmt.Sprintf("%s%d", map[Prim]string{PrimLock: "lock", PrimFair: "fair", PrimFenced: "fenced"}[prim], p.name)
+	prim := [...]Prim{PrimLock, PrimFair, PrimFenced, PrimSpin}[p.shape%4]
+	name := fmt.Sprintf("%s%d", map[Prim]string{PrimLock: "lock", PrimFair: "fair", PrimFenced: "fenced", PrimSpin: "spin"}[prim], p.name)
 	l := w.lockHandle(prim, w.ca, name)
 	c := Call{Client: w.ca.name, Prim: prim, Op: OpForceUnlock, Res: []string{"A/" + name}, Owners: []string{w.r.cfg.OwnerOf(l)}}
 	cc := newCallCtx(p.deadlines[0], 0)

@@ -74,6 +74,7 @@ func CheckTopology(l *Log, lim Limits, rx Relaxations) []Violation {
 	vs = append(vs, CheckGhostGrants(rx.unjudged(l))...)
 	vs = append(vs, CheckLateLost(rx.unjudgedLost(l))...)
 	vs = append(vs, CheckReplicaGrants(l, rx)...)
+	vs = append(vs, CheckLatches(l, lim, rx)...)
 	slices.SortStableFunc(vs, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return vs
 }

@@ -24,10 +24,13 @@ const (
 	stepForce
 	stepShared
 	stepOwn
+	stepSpin
+	stepPermit
+	stepLatch
 	numSteps
 )
 
-var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4}
+var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4, 10, 10, 3}
 
 // Fixed leases are 1-4s for about a third; one in two is short (shortLease
 // to shortLeaseMax), so that fault delays (up to twice shortLeaseMax, see
@@ -52,7 +55,7 @@ const namesPerPrim = 3
 // hold is granted over a Lock's hold, and a Lock's last release deletes the
 // readers' fields with the hash; the library inherits that from Redisson,
 // and mixing the kinds would only show that.
-var sharedPrims = [...]Prim{PrimLock, PrimFenced, PrimFair}
+var sharedPrims = [...]Prim{PrimLock, PrimFenced, PrimFair, PrimSpin}
 
 // shared reports whether res is one of the names several kinds share.
 func shared(res string) bool { return strings.Contains(res, "/shared") }
@@ -91,6 +94,13 @@ type plan struct {
 	// before its critical section (see extendLeaseOf).
 	extend      bool
 	extendLease time.Duration
+	// A latch round (see latchStep): its count (1-3), how many await it
+	// (1-3), the pause before its last CountDown (2-20ms) and whether one
+	// awaiter gives up early (at cancel).
+	latchCount   int
+	awaiters     int
+	latchGap     time.Duration
+	awaitGivesUp bool
 }
 
 func drawPlan(rng *rand.Rand) plan {
@@ -131,6 +141,9 @@ func drawPlan(rng *rand.Rand) plan {
 	p.quickUnlock = 100*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond)+1))
 	p.extend = rng.IntN(3) == 0
 	p.extendLease = extendLeaseOf(rng)
+	p.latchCount, p.awaiters = 1+rng.IntN(3), 1+rng.IntN(3)
+	p.latchGap = 2*time.Millisecond + time.Duration(rng.Int64N(int64(18*time.Millisecond)+1))
+	p.awaitGivesUp = rng.IntN(4) == 0
 	return p
 }
 
@@ -203,6 +216,8 @@ type worker struct {
 	locks  map[string]*lockactor.Lock
 	rws    map[string]*lockactor.ReadWriteLock
 	multis map[string]*multiHandle
+	// latches counts this worker's latch rounds (each on a fresh name).
+	latches int
 }
 
 type multiHandle struct {
@@ -239,6 +254,12 @@ func (w *worker) run() {
 				p.shape = 99
 			}
 			w.lockStep(p, sharedPrims[p.sharedPrim], w.ca, fmt.Sprintf("shared%d", p.name))
+		case stepSpin:
+			w.lockStep(p, PrimSpin, w.ca, fmt.Sprintf("spin%d", p.name))
+		case stepPermit:
+			w.permitStep(p)
+		case stepLatch:
+			w.latchStep(p)
 		case stepOwn:
 			// A name nobody else takes, with a long fixed lease: its actor
 			// has nothing else to do, so a release is its last request
@@ -262,6 +283,8 @@ func (w *worker) lockHandle(prim Prim, cl *client, name string) *lockactor.Lock 
 		l = cl.c.FairLock(name)
 	case PrimFenced:
 		l = cl.c.FencedLock(name)
+	case PrimSpin:
+		l = cl.c.SpinLock(name)
 	default:
 		l = cl.c.Lock(name)
 	}
