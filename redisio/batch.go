@@ -128,7 +128,7 @@ func (b *batcher) flush() {
 	for {
 		b.redispatch()
 		if calls := b.take(); len(calls) > 0 {
-			b.send(calls[0].ctx, calls, true)
+			b.send(calls[0].ctx, calls, 0)
 			b.giveBack(calls)
 			continue
 		}
@@ -207,10 +207,14 @@ func (b *batcher) close(deadline time.Time) bool {
 // script goes as EVAL, which loads it (a server that lost its cache may
 // have some scripts back, through other clients, and not others: a call
 // answered NOSCRIPT would otherwise run after a later call that found its
-// script). Calls answered NOSCRIPT are sent again at once, before any later
-// call, the first of each script as EVAL (load is false then). A call
-// answered TRYAGAIN, MOVED or ASK is sent again later (batch_retry.go).
-func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
+// script). Calls answered NOSCRIPT (their scripts did not run) are sent
+// again at once, before any later call: in the first round again, the
+// first of each script as EVAL; from the second on, every one as EVAL,
+// which cannot be answered NOSCRIPT, so that a cache emptied again and
+// again (SCRIPT FLUSH, a switch to a replica that never loaded them, and
+// back) still reaches no caller. A call answered TRYAGAIN, MOVED or ASK is
+// sent again later (batch_retry.go).
+func (b *batcher) send(ctx context.Context, calls []*batchCall, round int) {
 	b.resolvePublish(ctx, calls)
 	rdb := b.client()
 	t := b.c.targetAt(ctx, b.addr, rdb)
@@ -222,14 +226,14 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	}
 	pipe := rdb.Pipeline()
 	var eval map[*redis.Script]bool // scripts whose next call goes as EVAL
-	if load {
+	if round == 0 {
 		eval = mixedScripts(calls)
 	} else {
 		eval = distinctScripts(calls)
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
-		if eval[c.script] {
+		if eval[c.script] || round > 1 {
 			delete(eval, c.script)
 			cmds[i] = c.eval(ctx, pipe)
 			continue
@@ -257,14 +261,14 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, load bool) {
 	}
 	var again []*batchCall
 	for i, c := range calls {
-		if load && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
 			again = append(again, c)
 			continue
 		}
 		b.answer(c, cmds[i], short, rdb)
 	}
 	if len(again) > 0 {
-		b.send(ctx, again, false)
+		b.send(ctx, again, round+1)
 	}
 }
 

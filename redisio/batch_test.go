@@ -111,7 +111,7 @@ func TestNoScriptKeepsOrderOnOneSlot(t *testing.T) {
 		newCall(ctx, second, []string{"{order}:other"}, nil, record),
 		newCall(ctx, alone, []string{"{alone}"}, nil, record),
 		newCall(ctx, second, []string{key}, nil, record),
-	}, true)
+	}, 0)
 	if len(replies) != 4 {
 		t.Fatalf("%d replies for 4 calls", len(replies))
 	}
