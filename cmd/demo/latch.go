@@ -87,11 +87,12 @@ func (d *latchDemo) run(ctx context.Context, e *env) error {
 		rng := rand.New(rand.NewPCG(e.opts.seed, uint64(i)))
 		wg.Go(func() {
 			sleep(ctx, time.Duration(20+rng.IntN(181))*time.Millisecond)
-			// Counted before the call: a waiter released by this count-down
-			// must not see it missing.
+			// Counted and timed before the call: a waiter released by this
+			// count-down must neither see it missing nor be printed ahead
+			// of it.
 			done.Add(1)
-			errs[i] = l.CountDown(ctx)
 			res.Downs[i] = time.Since(epoch).Seconds()
+			errs[i] = l.CountDown(ctx)
 		})
 	}
 	wg.Wait()
