@@ -190,9 +190,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // acquisition by the same handle sets its lease again. A hold found gone in
 // Redis closes Lost, and so does a reply that comes back after the new
 // lease, counted from when it was sent, could have run out: that Extend
-// returns ErrNotHeld, since the caller would get none of the lease. A Redis error is returned wrapped and leaves the
-// hold's lease as it was; if ctx ends first, the lease may or may not have
-// been extended. On a member of a MultiLock or RedLock it extends that
+// returns ErrNotHeld, since the caller would get none of the lease. A Redis
+// error, or (with WithReplicaSync) a renewal too few replicas confirmed
+// (ErrNotReplicated), is returned wrapped and leaves the hold's lease as the
+// runtime counts it as it was; if ctx ends first, the lease may or may not
+// have been extended. On a member of a MultiLock or RedLock it extends that
 // member alone (a RedLock re-applies its own lease to its members).
 func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := l.check(ctx); err != nil {

@@ -151,9 +151,15 @@ func WithShardedPubSub(on bool) Option {
 //
 // A grant confirmed by fewer replicas than required is undone at once (the
 // hold is released on the master): Lock keeps trying until its ctx ends,
-// TryLock returns an error matching ErrNotReplicated. A renewal or release
-// that too few replicas confirmed stands on the master, and nothing is
-// logged. timeout <= 0 with sync on makes New fail.
+// TryLock returns an error matching ErrNotReplicated. A watchdog renewal
+// that too few replicas confirmed extends nothing: a failover may lose it,
+// so the hold's end stays where the last confirmed grant or renewal put it
+// (its send time plus the lease), the watchdog tries again, and Lost
+// closes at that end unless a later renewal is confirmed first. Extend
+// returns an error matching ErrNotReplicated and leaves the lease the
+// runtime counts as it was. A release that too few replicas confirmed
+// stands on the master, and nothing is logged. timeout <= 0 with sync on
+// makes New fail.
 func WithReplicaSync(replicas int, timeout time.Duration) Option {
 	return func(o *options) { o.syncReplicas, o.syncTimeout, o.syncGiven = replicas, timeout, true }
 }

@@ -55,7 +55,9 @@ func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duratio
 
 // submitFlag queues a script whose reply is 1 (done: renewed, cancelled) or 0
 // (the hold or the waiter was not there). then is always called, at once
-// when the script cannot be queued.
+// when the script cannot be queued. A 1 that too few replicas confirmed
+// (with replica sync on) is an error matching ErrNotReplicated: a failover
+// may lose it, so a renewal confirms no lease and a cancel is sent again.
 func (c *Conn) submitFlag(ctx context.Context, then func(bool, error), s *redis.Script, keys []string, args ...any) {
 	b, err := c.batcherFor(ctx, keys[0])
 	if err != nil {
@@ -64,6 +66,10 @@ func (c *Conn) submitFlag(ctx context.Context, then func(bool, error), s *redis.
 	}
 	read := func(r Reply) {
 		n, err := r.Int()
+		if err == nil && n == 1 && r.Unsynced {
+			then(false, r.NotReplicated())
+			return
+		}
 		then(n == 1, err)
 	}
 	if !b.submit(ctx, read, s, keys, args...) {
