@@ -40,6 +40,7 @@ type harness struct {
 	acq   map[string]*messages.Request
 	rel   map[string]*messages.Release
 	ext   map[string]*messages.Extend
+	adj   map[string]*messages.Adjust
 	kept  map[string]*call
 	heard map[string]string // answers already read, by caller label
 }
@@ -85,7 +86,7 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 	return &harness{
 		t: t, rt: rt, st: st, ps: ps, key: Key{Kind: kind, Name: "x"},
 		acq: map[string]*messages.Request{}, rel: map[string]*messages.Release{},
-		ext: map[string]*messages.Extend{}, kept: map[string]*call{}, heard: map[string]string{},
+		ext: map[string]*messages.Extend{}, adj: map[string]*messages.Adjust{}, kept: map[string]*call{}, heard: map[string]string{},
 	}
 }
 
@@ -363,6 +364,15 @@ func (h *harness) answer(label string, wait time.Duration) (string, bool) {
 		s = describe(r.OK, false, false, r.Err, "refused")
 		if r.Watchdog {
 			s = "watchdog"
+		}
+	case h.adj[label] != nil:
+		r, ok := recv(h.adj[label].Reply, wait)
+		if !ok {
+			return "", false
+		}
+		s = describe(false, false, false, r.Err, "ok") // a CountDown, or a TrySetCount that set nothing
+		if r.Err == nil && r.Set {
+			s = "set"
 		}
 	default:
 		h.t.Fatalf("no caller %q", label)

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -135,12 +136,22 @@ func (f *fakeStore) SemaphoreSet(_ context.Context, op redisio.Op, _ string, n i
 	return f.latched(op, fmt.Sprint("sem_set ", n), 0)
 }
 
-func (f *fakeStore) PermitAcquire(_ context.Context, op redisio.Op, _, _ string, _ time.Duration) redisio.Reply {
-	return f.latched(op, "permit_acquire", 0)
+func (f *fakeStore) PermitAcquire(_ context.Context, op redisio.Op, _, member string, _ time.Duration) redisio.Reply {
+	return f.latched(op, "permit_acquire "+permitLabel(member), 0)
 }
 
-func (f *fakeStore) PermitRelease(_ context.Context, op redisio.Op, _, _ string) redisio.Reply {
-	return f.latched(op, "permit_release", 0)
+func (f *fakeStore) PermitRelease(_ context.Context, op redisio.Op, _, member string) redisio.Reply {
+	return f.latched(op, "permit_release "+permitLabel(member), 0)
+}
+
+// permitLabel names a permit in a call: the hex digit its id repeats (the
+// rows' ids, see permitID), else the whole id in hex.
+func permitLabel(member string) string {
+	h := hex.EncodeToString([]byte(member))
+	if strings.Count(h, h[:1]) == len(h) {
+		return h[:1]
+	}
+	return h
 }
 
 func (f *fakeStore) CountDownSet(_ context.Context, op redisio.Op, _ string, n int64) redisio.Reply {
@@ -177,7 +188,8 @@ func (f *fakeStore) SubscribersThen(_ context.Context, _ string, then func(int64
 func (f *fakeStore) Close(time.Time) bool { return true }
 
 // ranNow marks c as run in Redis: a semaphore's count moves by its permits
-// (an acquire only when it granted).
+// (an acquire only when it granted), a permit semaphore's by one permit
+// taken or given back.
 func (f *fakeStore) ranNow(c *call, r redisio.Reply) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -185,8 +197,19 @@ func (f *fakeStore) ranNow(c *call, r redisio.Reply) {
 		return
 	}
 	c.ran = true
-	if n, err := r.Int(); c.n > 0 || (c.n < 0 && err == nil && n == 1) {
-		f.permits += c.n
+	switch {
+	case strings.HasPrefix(c.what, "permit_acquire "):
+		if ok, _, err := r.Permit(); ok && err == nil {
+			f.permits--
+		}
+	case strings.HasPrefix(c.what, "permit_release "):
+		if n, err := r.Int(); n == 1 && err == nil {
+			f.permits++
+		}
+	default:
+		if n, err := r.Int(); c.n > 0 || (c.n < 0 && err == nil && n == 1) {
+			f.permits += c.n
+		}
 	}
 }
 
