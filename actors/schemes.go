@@ -70,7 +70,7 @@ type fenced struct{ reentrant }
 func (fenced) handsOff() bool { return false }
 
 func (fenced) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
-	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, m.Owner, lease)
+	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, m.Owner, lease, 0)
 }
 
 func (fenced) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {
