@@ -93,6 +93,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		SpinMin:      o.spinMin,
 		SpinMax:      o.spinMax,
 		LatchKeep:    o.latchKeep,
+		TokenMemory:  o.tokenMemory,
 		Logger:       o.logger,
 		Observer:     c.metrics,
 
