@@ -56,6 +56,18 @@ func TestLockActor_FencingFloor(t *testing.T) {
 			expect("fenced_lock b>21", reply(fencedGrant(22))),
 			answered("b", "granted"), token("b", 22),
 		}},
+		{name: "a release never hands off: the next local waiter draws its own token", steps: []step{
+			lock("h", "h", long),
+			expect("fenced_lock h>0", reply(fencedGrant(21))),
+			answered("h", "granted"),
+			lock("w", "w", long),
+			noCall(5 * ms), // the holder's lease refuses it: no attempt
+			unlock("u", "h"),
+			expect("unlock h", reply(released)),
+			answered("u", "gone"),
+			expect("fenced_lock w>21", reply(fencedGrant(22))),
+			answered("w", "granted"), token("w", 22),
+		}},
 		{name: "a reentrant grant sends its hold's token less one and keeps the token", steps: []step{
 			lock("w", "w", long),
 			expect("fenced_lock w>0", reply(fencedGrant(21))),
