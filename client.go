@@ -93,6 +93,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		SpinMin:      o.spinMin,
 		SpinMax:      o.spinMax,
 		LatchKeep:    o.latchKeep,
+		TokenMemory:  o.tokenMemory,
 		Logger:       o.logger,
 		Observer:     c.metrics,
 
@@ -190,7 +191,9 @@ func (c *Client) FairLock(name string) *Lock {
 // each acquisition from zero holds increments redisson_lock_token:{name} in
 // the same script, and Token reports it. A resource that remembers the
 // highest token it has seen and rejects writes carrying a lower one stays
-// safe even when a paused holder wakes up after its lease ran out.
+// safe even when a paused holder wakes up after its lease ran out. A
+// Client's tokens for a name never go back, even when the counter does
+// after a lossy failover; other Clients' can (see Token).
 func (c *Client) FencedLock(name string) *Lock {
 	return c.newLock(actors.KindFenced, name)
 }

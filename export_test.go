@@ -20,6 +20,10 @@ const HandoffRun = actors.HandoffRun
 // outages longer than it.
 var WithLatchKeep = withLatchKeep
 
+// WithTokenMemory bounds how many fenced lock names the Client remembers
+// the highest token of by name.
+var WithTokenMemory = withTokenMemory
+
 // QueuedRW is the number of callers queued in the Client's actor for the
 // read-write lock name.
 func QueuedRW(c *Client, name string) int {

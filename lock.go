@@ -253,10 +253,21 @@ func (l *Lock) Lost() <-chan struct{} {
 	return l.lost
 }
 
-// Token is the fencing token of the current hold of a FencedLock: strictly
-// greater than every token issued before for that name, across all clients,
-// and the same for every reentrant hold of one acquisition. 0 for other kinds,
-// when not held, or once Lost has closed.
+// Token is the fencing token of the current hold of a FencedLock, the same
+// for every reentrant hold of one acquisition. 0 for other kinds, when not
+// held, or once Lost has closed.
+//
+// Within one Client, a name's tokens strictly increase: a hold from zero,
+// through any handle of the Client, gets a token above every token the
+// Client has seen for that name, also after the counter in Redis went back
+// (a Sentinel or Cluster failover that lost acknowledged writes, a restart
+// without persistence, a DEL of the counter), and the counter is raised
+// past it. Across Clients, tokens strictly increase as long as the counter
+// never goes back. After it did, a Client that never saw the higher tokens
+// can be issued a token lower than, or equal to, one another Client got
+// before; so the resource must still check every write's token against
+// the highest it has accepted, and it cannot tell apart two holders that
+// carry the same token. See docs/PROTOCOL.md, section 3.
 func (l *Lock) Token() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -30,6 +30,7 @@ type options struct {
 	spinMin      time.Duration // WithSpinBackoff
 	spinMax      time.Duration // WithSpinBackoff
 	latchKeep    time.Duration // withLatchKeep; 0: the runtime's default
+	tokenMemory  int           // withTokenMemory; 0: the runtime's default
 
 	meterProvider metric.MeterProvider // nil: otel.GetMeterProvider() at New
 	metricNames   bool                 // WithMetricsLockNames
@@ -205,6 +206,13 @@ func WithMetricsLockNames(on bool) Option {
 // outages longer than a record's life; it is not public API.
 func withLatchKeep(d time.Duration) Option {
 	return func(o *options) { o.latchKeep = d }
+}
+
+// withTokenMemory sets how many fenced lock names the Client remembers the
+// highest token of by name (actors.DefaultTokenMemory). Tests shrink it to
+// make names fall out of the memory; it is not public API.
+func withTokenMemory(n int) Option {
+	return func(o *options) { o.tokenMemory = n }
 }
 
 // MinLease is the shortest lease lockactor accepts, for WithLease,

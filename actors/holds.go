@@ -30,6 +30,13 @@ type hold struct {
 	deadline *time.Timer
 }
 
+// continues reports whether a grant made at at adds to h rather than
+// starting a new hold: h is recorded, its lease has not run out and it was
+// not found lost.
+func (h *hold) continues(at time.Time) bool {
+	return h != nil && !h.expired(at) && !h.isLost()
+}
+
 // expired reports whether a fixed lease has run out by the local clock.
 func (h *hold) expired(now time.Time) bool {
 	return h.lease > 0 && now.Sub(h.confirmed) >= h.lease
@@ -98,7 +105,7 @@ func newHoldBook(b *base, watchdog time.Duration) holdBook {
 // by b's actor; a grant from zero holds gets a fresh Lost channel.
 func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, token uint64) *hold {
 	h := hb.holds[k]
-	if h == nil || h.expired(sent) || h.isLost() {
+	if !h.continues(sent) {
 		h = &hold{lost: make(chan struct{}), token: token, at: hb.b}
 		hb.holds[k] = h
 	}

@@ -59,18 +59,24 @@ func (r *lockAttempt) unknown() { r.notRun(nil) }
 func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 	m, queued, sent := at.m, at.queued, at.sent
 	res, err := a.scheme.read(m, r)
+	behind := err == nil && res.ok && a.tokenBehind(m, sent, res.token)
 	switch {
 	case err != nil:
 		a.attemptFailed(m, queued, err)
-	case res.ok && (r.Unsynced || stale(sent, at.lease)):
+	case res.ok && (r.Unsynced || stale(sent, at.lease) || behind):
 		// Too few replicas confirmed the grant (a failover could lose it),
 		// or the reply came back so late that the hold may be gone
-		// already: give it back and try again rather than hand out a
-		// lease that cannot be trusted.
+		// already, or its fencing token is not above one this Client saw:
+		// give it back and try again rather than hand out a lease or a
+		// token that cannot be trusted.
 		a.takeBack(m, sent, res.token)
 		switch {
 		case m.TryOnly && r.Unsynced:
 			m.Req.Answer(messages.Result{Err: r.NotReplicated()})
+		case m.TryOnly && behind && !stale(sent, at.lease):
+			// The lock was ours: try once more, after the give-back,
+			// with the token seen as the floor.
+			a.direct = append([]*messages.Acquire{m}, a.direct...)
 		case m.TryOnly:
 			m.Req.Answer(messages.Result{})
 		case !queued:
@@ -149,9 +155,43 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	}
 }
 
+// tokenFloor is the floor fenced_lock.lua's token must rise above for an
+// acquire by owner at now: for a reentrant grant of a hold owner has, its
+// token minus one (the grant keeps that token, and a counter that went
+// back below it is put back to it); otherwise the highest token the
+// Client has seen for the name, so that a new hold's token is above every
+// one the Client has handed out for it.
+func (a *lockActor) tokenFloor(owner string, now time.Time) uint64 {
+	if h := a.holds[holdKey{owner, messages.Exclusive}]; h.continues(now) && h.token > 0 {
+		return h.token - 1
+	}
+	return a.rt.tokens.floor(a.key.Name)
+}
+
+// tokenBehind records a fenced grant's token as seen by the Client and
+// reports whether the grant must not be handed out: it would start a new
+// hold (a reentrant grant keeps its hold's token) with a token not above
+// one the Client saw before. fenced_lock.lua never grants below the floor
+// it was sent, so this only happens when the floor was a hold's own and
+// that hold was found lost while the script ran; the grant is given back
+// and the retry is sent with the Client's highest token as its floor.
+func (a *lockActor) tokenBehind(m *messages.Acquire, sent time.Time, token uint64) bool {
+	if !a.scheme.fences() {
+		return false
+	}
+	before := a.rt.tokens.saw(a.key.Name, token)
+	if a.holds[holdKey{m.Owner, m.Mode}].continues(sent) || token > before {
+		return false
+	}
+	a.rt.cfg.Logger.Warn("lockactor: fencing token not above one this Client saw; giving the grant back",
+		"lock", a.key.Name, "token", token, "seen", before)
+	return true
+}
+
 // takeBack records a grant for m that Redis made but m's caller must not
-// get (unconfirmed by replicas, or too late to trust), and owes its release
-// at once; the lock may be free again, so the last verdict no longer holds.
+// get (unconfirmed by replicas, too late to trust, or with a fencing token
+// behind one the Client saw), and owes its release at once; the lock may be
+// free again, so the last verdict no longer holds.
 func (a *lockActor) takeBack(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
 	a.granted(k, sent, m.Lease, token)

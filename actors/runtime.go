@@ -77,6 +77,7 @@ type Config struct {
 	LatchKeep        time.Duration      // the least life of a request's latch record (see ledger.keepFor)
 	Sharding         redisio.Sharding   // SPUBLISH/SSUBSCRIBE (Redis Cluster 7+) or PUBLISH/SUBSCRIBE
 	ReplicaSync      redisio.SyncPolicy // WAIT after each change; a grant too few replicas confirmed is undone
+	TokenMemory      int                // fenced lock names whose highest token is remembered by name; 0: DefaultTokenMemory (see tokenMemory)
 	Logger           *slog.Logger
 	Observer         Observer // hears renewals, lost holds, hand-offs, Redis errors; nil: NopObserver
 }
@@ -92,6 +93,7 @@ type Runtime struct {
 	ctx    context.Context // commands sent by actors; cancelled by Close
 	cancel context.CancelFunc
 	seq    atomic.Uint64 // numbers every latched request of the Client
+	tokens *tokenMemory  // the fencing tokens the Client has seen; outlives the actors
 	done   chan struct{} // closed when Close begins
 
 	// stopCtx carries Close's deadline to the clean-up actors do as they
@@ -143,6 +145,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.LatchKeep <= 0 {
 		cfg.LatchKeep = DefaultLatchKeep
 	}
+	if cfg.TokenMemory <= 0 {
+		cfg.TokenMemory = DefaultTokenMemory
+	}
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = time.Second
 	}
@@ -174,6 +179,7 @@ func newRuntimeOn(cfg Config, io store, ps channels) *Runtime {
 		ps:      ps,
 		ctx:     ctx,
 		cancel:  cancel,
+		tokens:  newTokenMemory(cfg.TokenMemory),
 		done:    make(chan struct{}),
 		stopCtx: ctx,
 	}

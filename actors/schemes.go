@@ -24,6 +24,9 @@ type scheme interface {
 	// exclusive: only one owner holds at a time, so a release message that
 	// arrives while a local owner holds is our own and wakes nobody.
 	exclusive() bool
+	// fences: grants carry fencing tokens, which must never go back for
+	// the Client (tokenMemory, lockActor.tokenBehind).
+	fences() bool
 }
 
 // attempt is one acquire script's answer.
@@ -40,6 +43,7 @@ type reentrant struct{}
 func (reentrant) channel(name string) string { return redisio.LockChannel(name) }
 func (reentrant) exclusive() bool            { return true }
 func (reentrant) handsOff() bool             { return true }
+func (reentrant) fences() bool               { return false }
 
 func (reentrant) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
 	return a.rt.io.Lock(a.rt.ctx, op, a.key.Name, m.Owner, lease)
@@ -65,12 +69,14 @@ func (reentrant) handoff(a *lockActor, op redisio.Op, k holdKey, lease time.Dura
 // fenced is a reentrant lock whose grants from zero holds issue a token. It
 // does not hand off: a fenced grant must issue a token, which the hand-off
 // script does not; fenced locks release and let the next waiter acquire.
+// Each acquire names a floor its token must rise above (tokenFloor).
 type fenced struct{ reentrant }
 
 func (fenced) handsOff() bool { return false }
+func (fenced) fences() bool   { return true }
 
 func (fenced) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
-	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, m.Owner, lease)
+	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, m.Owner, lease, a.tokenFloor(m.Owner, time.Now()))
 }
 
 func (fenced) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {
@@ -84,6 +90,7 @@ type rw struct{}
 func (rw) channel(name string) string { return redisio.RWChannel(name) }
 func (rw) exclusive() bool            { return false }
 func (rw) handsOff() bool             { return false }
+func (rw) fences() bool               { return false }
 
 func (rw) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
 	if m.Mode == messages.Read {

@@ -18,7 +18,7 @@ type store interface {
 	// RedissonLock and the fenced lock (lock.lua, fenced_lock.lua,
 	// unlock.lua, handoff.lua, renew.lua).
 	Lock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
-	FencedLock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
+	FencedLock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, floor uint64) redisio.Reply
 	Unlock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	Handoff(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, next string, nextLease time.Duration) redisio.Reply
 	Renew(ctx context.Context, name, owner string, lease time.Duration, then func(bool, error))

@@ -70,8 +70,9 @@ func (f *fakeStore) Lock(_ context.Context, op redisio.Op, _, o string, _ time.D
 	return f.latched(op, "lock "+owner(o), 0)
 }
 
-func (f *fakeStore) FencedLock(_ context.Context, op redisio.Op, _, o string, _ time.Duration) redisio.Reply {
-	return f.latched(op, "fenced_lock "+owner(o), 0)
+// FencedLock's call names its floor: "fenced_lock w>41".
+func (f *fakeStore) FencedLock(_ context.Context, op redisio.Op, _, o string, _ time.Duration, floor uint64) redisio.Reply {
+	return f.latched(op, fmt.Sprintf("fenced_lock %s>%d", owner(o), floor), 0)
 }
 
 func (f *fakeStore) Unlock(_ context.Context, op redisio.Op, _, o string, _ time.Duration) redisio.Reply {

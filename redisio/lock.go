@@ -3,6 +3,7 @@ package redisio
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,10 +23,12 @@ func (c *Conn) Lock(ctx context.Context, op Op, name, owner string, lease time.D
 	return c.runCall(ctx, op, &batchCall{ctx: ctx, script: s, key: name, argv: argv})
 }
 
-// FencedLock runs fenced_lock.lua: granted with the hold's fencing token, or
-// the holder's remaining time to live. Read with Reply.Fenced.
-func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.runLatched(ctx, op, scripts.Latched.FencedLock, []string{name, TokenKey(name), op.Latch}, ms(lease), owner, op.Seq, op.keepMS())
+// FencedLock runs fenced_lock.lua: granted with the hold's fencing token,
+// which is above floor, or the holder's remaining time to live. Read with
+// Reply.Fenced.
+func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease time.Duration, floor uint64) Reply {
+	return c.runLatched(ctx, op, scripts.Latched.FencedLock, []string{name, TokenKey(name), op.Latch},
+		ms(lease), owner, strconv.FormatUint(floor, 10), op.Seq, op.keepMS())
 }
 
 // Unlock runs unlock.lua for one hold of owner. Read with Reply.Unlock.

@@ -46,6 +46,7 @@ const (
 	VExclusion = "mutual-exclusion"
 	VPermits   = "semaphore-bound"
 	VFencing   = "fencing"
+	VClientTok = "client-fencing"
 	VHang      = "hang"
 	VLiveness  = "liveness"
 	VRenewal   = "renewal-after-unlock"

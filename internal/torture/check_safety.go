@@ -165,6 +165,56 @@ func CheckFencingTokens(l *Log, spans []Span) []Violation {
 	return vs
 }
 
+// CheckClientTokens reports a Client whose fencing tokens for a resource
+// went back or repeated: when hold X's grant returned before hold Y's
+// acquire call started, both of one Client (the owner's "<clientUUID>:"
+// prefix), Y's token must be above X's. Unlike CheckFencingTokens it
+// judges every fenced hold, across restarts and Unsafe windows: a Client
+// remembers the highest token it has seen per name and never hands out one
+// that is not above it, whatever the counter in Redis lost (issue 21).
+func CheckClientTokens(l *Log) []Violation {
+	type key struct{ res, client string }
+	groups := map[key][]*Hold{}
+	for i := range l.Holds {
+		h := &l.Holds[i]
+		if h.Prim != PrimFenced || h.Token == 0 {
+			continue
+		}
+		k := key{h.Res, clientOf(h.Owner)}
+		groups[k] = append(groups[k], h)
+	}
+	var vs []Violation
+	for _, hs := range groups {
+		byGrant := slices.Clone(hs)
+		slices.SortFunc(byGrant, func(a, b *Hold) int { return a.Grant.Compare(b.Grant) })
+		byStart := slices.Clone(hs)
+		slices.SortFunc(byStart, func(a, b *Hold) int { return a.AcqStart.Compare(b.AcqStart) })
+		var top *Hold // highest token among the Client's holds granted before the current call started
+		i := 0
+		for _, y := range byStart {
+			for ; i < len(byGrant) && byGrant[i].Grant.Before(y.AcqStart); i++ {
+				if top == nil || byGrant[i].Token > top.Token {
+					top = byGrant[i]
+				}
+			}
+			if top != nil && top.Token >= y.Token {
+				vs = append(vs, Violation{Check: VClientTok, At: y.Grant, Msg: fmt.Sprintf(
+					"%s: hold #%d by %s got token %d (call started %s) after hold #%d of the same Client, by %s, had token %d (granted %s)",
+					y.Res, y.ID, y.Owner, y.Token, l.at(y.AcqStart), top.ID, top.Owner, top.Token, l.at(top.Grant))})
+			}
+		}
+	}
+	return vs
+}
+
+// clientOf is the Client part of an owner id, "<clientUUID>:<handleID>".
+func clientOf(owner string) string {
+	if i := strings.LastIndexByte(owner, ':'); i >= 0 {
+		return owner[:i]
+	}
+	return owner
+}
+
 // serverEpoch is how many restarts of server preceded h's acquire call;
 // false when a restart may have happened while its script ran.
 func serverEpoch(l *Log, server string, h *Hold) (int, bool) {

@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -100,6 +101,49 @@ func TestFencingTokens(t *testing.T) {
 			l := logOf(1000, tt.holds, nil, tt.faults)
 			expect(t, CheckFencingTokens(l, SafeSpans(l)), tt.want...)
 		})
+	}
+}
+
+// TestClientTokens: one Client's tokens for a resource rise with real time,
+// across a restart and a Sentinel switch too; another Client's are not
+// compared with them.
+func TestClientTokens(t *testing.T) {
+	fenced := func(id int, owner string, token uint64, start, grant int) Hold {
+		h := hl(id, PrimFenced, "A/f", owner, grant, grant+5)
+		h.AcqStart, h.Token = at(start), token
+		return h
+	}
+	restart := Fault{Kind: FaultRestart, Server: "A", Start: at(50), End: at(60)}
+	tests := []struct {
+		name   string
+		holds  []Hold
+		faults []Fault
+		want   []string
+	}{
+		{"rising across handles", []Hold{fenced(1, "c1:1", 4, 5, 10), fenced(2, "c1:2", 5, 20, 25), fenced(3, "c1:1", 9, 30, 35)}, nil, nil},
+		{"back within a Client", []Hold{fenced(1, "c1:1", 7, 5, 10), fenced(2, "c1:2", 3, 20, 25)}, nil, []string{VClientTok}},
+		{"repeated within a Client", []Hold{fenced(1, "c1:1", 7, 5, 10), fenced(2, "c1:1", 7, 20, 25)}, nil, []string{VClientTok}},
+		{"back across a restart", []Hold{fenced(1, "c1:1", 9, 5, 10), fenced(2, "c1:2", 1, 400, 410)}, []Fault{restart}, []string{VClientTok}},
+		{"another Client may go back", []Hold{fenced(1, "c1:1", 9, 5, 10), fenced(2, "c2:1", 1, 400, 410)}, []Fault{restart}, nil},
+		{"concurrent calls may order either way", []Hold{fenced(1, "c1:1", 7, 5, 30), fenced(2, "c1:2", 3, 6, 20)}, nil, nil},
+		{"token 0 is skipped", []Hold{fenced(1, "c1:1", 9, 5, 10), fenced(2, "c1:2", 0, 25, 30)}, nil, nil},
+		{"resources are apart", []Hold{fenced(1, "c1:1", 9, 5, 10), func() Hold { h := fenced(2, "c1:1", 1, 25, 30); h.Res = "A/g"; return h }()}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := logOf(1000, tt.holds, nil, tt.faults)
+			expect(t, CheckClientTokens(l), tt.want...)
+		})
+	}
+	// CheckTopology judges it inside an Unsafe window too.
+	l := logOf(1000, []Hold{fenced(1, "c1:1", 24, 5, 10), fenced(2, "c1:2", 21, 100, 110)}, nil, nil)
+	rx := Relaxations{Unsafe: []Window{{Interval: Interval{A: at(50), B: at(120)}, Why: "switch"}}}
+	var got []string
+	for _, v := range CheckTopology(l, DefaultLimits(), rx) {
+		got = append(got, v.Check)
+	}
+	if !slices.Contains(got, VClientTok) || slices.Contains(got, VFencing) {
+		t.Fatalf("CheckTopology across an Unsafe window: %v, want %s and no %s", got, VClientTok, VFencing)
 	}
 }
 

@@ -30,8 +30,9 @@ type ReplicaProbe struct {
 // Relaxations are what a topology run's faults allow beyond a single
 // server's, and the replica probes. The checks that stay strict in every
 // variant: no caller left unanswered (hangs, no-deadline Unlocks), no call
-// returning an error it may not, renewals only of holds, liveness outside
-// fault windows, and every check outside Unsafe windows.
+// returning an error it may not, renewals only of holds, each Client's own
+// fencing tokens, liveness outside fault windows, and every check outside
+// Unsafe windows.
 type Relaxations struct {
 	// Unsafe windows are where the deployment may lose writes it had
 	// acknowledged: a master killed before its replica got the latest
@@ -41,7 +42,9 @@ type Relaxations struct {
 	// A hold open when one starts is cut there (its owner may not know it
 	// lost the lock), and a hold whose grant may have been written inside
 	// one is left out of mutual exclusion, the permit bound and fencing;
-	// fencing tokens are compared only within the stretches between them.
+	// fencing tokens are compared only within the stretches between them,
+	// except one Client's own, which must rise across them too
+	// (CheckClientTokens).
 	// Renewals seen inside one are not judged either: while the master is
 	// unreachable a Client's queue of scripts for it waits, and renewals
 	// queued before an Unlock go out after the Unlock returned (an error),
@@ -67,6 +70,7 @@ func CheckTopology(l *Log, lim Limits, rx Relaxations) []Violation {
 	for _, era := range rx.eras(safe) {
 		vs = append(vs, CheckFencingTokens(l, era)...)
 	}
+	vs = append(vs, CheckClientTokens(l)...)
 	vs = append(vs, CheckHangs(l, lim)...)
 	vs = append(vs, CheckLiveness(l, live, lim)...)
 	vs = append(vs, CheckRenewals(rx.unjudgedRenewals(l), lim)...)
