@@ -272,6 +272,9 @@ func settleErr(err error) act {
 	return func(_ *harness, c *call) { c.settled(redisio.NotRun, redisio.Reply{}, err) }
 }
 
+// subscriberCount answers a subscriber count with n.
+func subscriberCount(n int64) act { return func(_ *harness, c *call) { c.count(n, nil) } }
+
 // done answers a renewal or a cancel.
 func done(ok bool) act { return func(_ *harness, c *call) { c.flag(ok, nil) } }
 
