@@ -21,6 +21,7 @@ type scenario struct {
 	latchKeep time.Duration // Config.LatchKeep; 0: an hour
 	fairWait  time.Duration // Config.FairWait; 0: the default
 	permits   int           // the semaphore's count in Redis at the start
+	spinQuiet bool          // Config.SpinQuiet: a spin lock's releases publish nothing
 	steps     []step
 }
 
@@ -80,6 +81,7 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 		SemaphoreRecheck: time.Hour,
 		FairWait:         sc.fairWait,
 		LatchKeep:        keep,
+		SpinQuiet:        sc.spinQuiet,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, st, ps)
 	return &harness{

@@ -270,7 +270,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.rt.cfg.Observer.HandedOff(a.key)
 		a.grant(head, sent, 0)
 	case redisio.Released, redisio.ReleasedQuiet, redisio.Left:
-		if res == redisio.ReleasedQuiet {
+		if res == redisio.ReleasedQuiet && a.spin.publishes() {
 			// The server refused the publish (an ACL): the release
 			// stands; listeners elsewhere wake at their next retry.
 			a.rt.io.Untold(a.key.Name)

@@ -59,10 +59,12 @@ func TestSpinJitterSpreads(t *testing.T) {
 	}
 }
 
-// TestSpinActor_ReleasePublish covers what a release publishes. A release
+// TestSpinActor_ReleasePublish covers what a release publishes. A spin
+// lock publishes as Lock does unless its Client is quiet (WithSpinPublish
+// (false)), and then sends unlock.lua with no publish command. A release
 // whose publish the server refused (an ACL; unlock.lua replies 4) stands,
-// for a spin lock as for Lock: the caller hears it released, and the Client
-// says once that nobody was told.
+// for either kind: the caller hears it released, and the Client says once
+// that nobody was told; a quiet lock asked for no message and says nothing.
 func TestSpinActor_ReleasePublish(t *testing.T) {
 	run(t, KindSpin, []scenario{
 		{name: "publishing: a release that published", steps: holding(
@@ -79,11 +81,28 @@ func TestSpinActor_ReleasePublish(t *testing.T) {
 			expect("lock h", reply(granted)),
 			answered("h2", "granted"),
 		)},
+		{name: "quiet: the release asks for no publish", spinQuiet: true, steps: holding(
+			unlock("u", "h"),
+			expect("unlock_quiet h", reply(releasedQuiet)),
+			answered("u", "gone"),
+			noCall(20*ms), // no "untold": nothing was asked
+		)},
+		{name: "quiet: a hand-off is the same script", spinQuiet: true, steps: holding(
+			lock("w", "w", long),
+			noCall(5*ms),
+			unlock("u", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("u", "gone"),
+			answered("w", "granted"),
+			unlock("v", "w"),
+			expect("unlock_quiet w", reply(releasedQuiet)),
+			answered("v", "gone"),
+		)},
 	})
 	run(t, KindLock, []scenario{
-		{name: "Lock: a refused publish does not fail the release", steps: holding(
+		{name: "Lock: a refused publish does not fail the release", spinQuiet: true, steps: holding(
 			unlock("u", "h"),
-			expect("unlock h", reply(releasedQuiet)),
+			expect("unlock h", reply(releasedQuiet)), // SpinQuiet is not Lock's
 			expect("untold"),
 			answered("u", "gone"),
 		)},
