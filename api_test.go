@@ -32,6 +32,7 @@ var (
 	_ func(int, time.Duration) lockactor.Option                                   = lockactor.WithReplicaSync
 	_ func(metric.MeterProvider) lockactor.Option                                 = lockactor.WithMeterProvider
 	_ func(time.Duration, time.Duration) lockactor.Option                         = lockactor.WithSpinBackoff
+	_ func(bool) lockactor.Option                                                 = lockactor.WithSpinPublish
 
 	_ func(*lockactor.Client, string) *lockactor.Lock          = (*lockactor.Client).Lock
 	_ func(*lockactor.Client, string) *lockactor.Lock          = (*lockactor.Client).FairLock

@@ -92,6 +92,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		PubSubHealth: o.pubsubHealth,
 		SpinMin:      o.spinMin,
 		SpinMax:      o.spinMax,
+		SpinQuiet:    o.spinQuiet,
 		LatchKeep:    o.latchKeep,
 		TokenMemory:  o.tokenMemory,
 		Logger:       o.logger,
@@ -206,8 +207,14 @@ func (c *Client) FencedLock(name string) *Lock {
 // Close. Waiting costs one script per retry per name per Client, however many of its
 // goroutines wait (WithSpinBackoff sets the spacing); a release by another process is
 // noticed at the next retry rather than at once. Goroutines of the same Client still
-// get the lock straight from the holder's Unlock, in the same script. Its release
-// still publishes on the lock's channel, so Lock waiters of the same name wake at once.
+// get the lock straight from the holder's Unlock, in the same script.
+//
+// Its release publishes on the lock's channel, so Lock waiters of the same name wake at
+// once; a server that refuses the publish (an ACL user without the channel or the
+// PUBLISH command) does not fail the release, which stands (one warning is logged).
+// WithSpinPublish(false) makes its releases and ForceUnlock publish nothing, as
+// Redisson's RSpinLock: Lock waiters of the name then take the lock at their next
+// retry, within the holder's lease.
 func (c *Client) SpinLock(name string) *Lock {
 	return c.newLock(actors.KindSpin, name)
 }

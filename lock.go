@@ -284,7 +284,9 @@ func (l *Lock) Token() uint64 {
 // ForceUnlock deletes the lock whoever holds it and wakes its waiters; true if
 // it was locked. For a ReadWriteLock view it deletes the lock only while it is
 // held in that view's mode. The holder finds out at its next renewal (Lost
-// closes). If ctx ends first, the lock may or may not have been deleted.
+// closes). If ctx ends first, the lock may or may not have been deleted. A
+// SpinLock of a Client given WithSpinPublish(false) tells no waiter: Lock
+// waiters of the name take the lock at their next retry.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
 		switch l.key.Kind {
@@ -292,6 +294,10 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 			return io.FairForceUnlock(ctx, l.name, time.Now())
 		case actors.KindRW:
 			return io.RWForceUnlock(ctx, l.name, l.rwMode())
+		case actors.KindSpin:
+			if l.c.opts.spinQuiet {
+				return io.ForceUnlockQuiet(ctx, l.name)
+			}
 		}
 		return io.ForceUnlock(ctx, l.name)
 	})

@@ -29,6 +29,7 @@ type options struct {
 	pubsubHealth time.Duration
 	spinMin      time.Duration // WithSpinBackoff
 	spinMax      time.Duration // WithSpinBackoff
+	spinQuiet    bool          // WithSpinPublish(false)
 	latchKeep    time.Duration // withLatchKeep; 0: the runtime's default
 	tokenMemory  int           // withTokenMemory; 0: the runtime's default
 
@@ -105,6 +106,29 @@ func WithPubSubHealthCheck(d time.Duration) Option {
 // wait. min <= 0 or max < min makes New fail.
 func WithSpinBackoff(min, max time.Duration) Option {
 	return func(o *options) { o.spinMin, o.spinMax = min, max }
+}
+
+// WithSpinPublish chooses whether a SpinLock's releases publish on the
+// lock's channel: the Unlock of an owner's last hold, the release that ends
+// a run of hand-offs between the Client's own waiters, and ForceUnlock
+// through a SpinLock handle. SpinLock waiters never need the message (they
+// retry; see WithSpinBackoff); Lock waiters of the same name, this
+// library's or Redisson's RLock, in any process, are woken by it.
+//
+// On (the default), releases publish as Lock's do, and those Lock waiters
+// take the lock at once. A server that refuses the publish (an ACL user
+// denied the channel, as with resetchannels, or the PUBLISH command) does
+// not fail the release: it stands, the Unlock succeeds, and the Client
+// logs one warning. Each refusal is still a denial on the server,
+// recorded in its ACL LOG.
+//
+// Off, nothing is published, as Redisson's RSpinLock does: use it on
+// services that deny or ration pub/sub. Lock waiters of the same name then
+// take the lock at their next retry instead, at most the holder's lease
+// (the watchdog timeout, default 30s) after its release. The option
+// changes only SpinLock handles.
+func WithSpinPublish(on bool) Option {
+	return func(o *options) { o.spinQuiet = !on }
 }
 
 // WithShardedPubSub chooses how releases are announced: SPUBLISH/SSUBSCRIBE

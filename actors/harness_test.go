@@ -21,6 +21,7 @@ type scenario struct {
 	latchKeep time.Duration // Config.LatchKeep; 0: an hour
 	fairWait  time.Duration // Config.FairWait; 0: the default
 	permits   int           // the semaphore's count in Redis at the start
+	spinQuiet bool          // Config.SpinQuiet: a spin lock's releases publish nothing
 	steps     []step
 }
 
@@ -81,6 +82,7 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 		SemaphoreRecheck: time.Hour,
 		FairWait:         sc.fairWait,
 		LatchKeep:        keep,
+		SpinQuiet:        sc.spinQuiet,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, st, ps)
 	return &harness{
@@ -272,6 +274,9 @@ func settle(s redisio.Settlement, r redisio.Reply) act {
 func settleErr(err error) act {
 	return func(_ *harness, c *call) { c.settled(redisio.NotRun, redisio.Reply{}, err) }
 }
+
+// subscriberCount answers a subscriber count with n.
+func subscriberCount(n int64) act { return func(_ *harness, c *call) { c.count(n, nil) } }
 
 // done answers a renewal or a cancel.
 func done(ok bool) act { return func(_ *harness, c *call) { c.flag(ok, nil) } }

@@ -289,7 +289,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 	}
 	o.answer(messages.ReleaseResult{
 		NotHeld: res == redisio.NotHeld,
-		Gone:    res == redisio.Released || res == redisio.Left || res == redisio.HandedOver,
+		Gone:    res == redisio.Released || res == redisio.ReleasedQuiet || res == redisio.Left || res == redisio.HandedOver,
 	})
 	switch res {
 	case redisio.NotHeld:
@@ -309,7 +309,12 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.waiters.remove(head.Req)
 		a.rt.cfg.Observer.HandedOff(a.key)
 		a.grant(head, sent, 0)
-	case redisio.Released, redisio.Left:
+	case redisio.Released, redisio.ReleasedQuiet, redisio.Left:
+		if res == redisio.ReleasedQuiet && a.spin.publishes() {
+			// The server refused the publish (an ACL): the release
+			// stands; listeners elsewhere wake at their next retry.
+			a.rt.io.Untold(a.key.Name)
+		}
 		if res == redisio.Released && a.subID != 0 {
 			if a.early > 0 {
 				a.early-- // its echo came before the reply
@@ -320,12 +325,17 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		if a.handoffs >= HandoffRun {
 			// The end of a run of hand-offs: our own release message wakes
 			// the local waiters, fairly, with everyone else's; a spin
-			// lock's hear none, and hold back instead (see spinner).
+			// lock's hear none, and hold back instead (see spinner). With
+			// no message sent (refused), nobody else was told either:
+			// local waiters try now, below.
 			a.handoffs = 0
 			if d := a.spin.pause(); d > 0 {
 				a.verdict = verdict{until: time.Now().Add(d), all: true}
+				return
 			}
-			return
+			if res != redisio.ReleasedQuiet {
+				return
+			}
 		}
 		a.handoffs = 0
 		a.forgetVerdict()

@@ -72,6 +72,7 @@ type Config struct {
 	FairWait         time.Duration      // how long a fair-lock waiter stays queued in Redis unless its call gives a wait
 	SemaphoreRecheck time.Duration      // how often a semaphore's waiters re-check without a message
 	SpinMin, SpinMax time.Duration      // a spin lock's retry backoff: first step and cap (DefaultSpinMin, DefaultSpinMax)
+	SpinQuiet        bool               // a spin lock's releases publish nothing (WithSpinPublish(false))
 	PubSubHealth     time.Duration      // a silent subscription connection is pinged after this, and replaced if no PONG follows within it
 	CloseGrace       time.Duration      // how long Close waits for actors and commands still running
 	LatchKeep        time.Duration      // the least life of a request's latch record (see ledger.keepFor)
@@ -299,6 +300,7 @@ func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
 	case KindSpin:
 		a := newLockActor(rt, key, e, reentrant{})
 		a.spin = newSpinner(rt.cfg.SpinMin, rt.cfg.SpinMax)
+		a.spin.quiet = rt.cfg.SpinQuiet
 		return a
 	}
 	return newLockActor(rt, key, e, reentrant{})

@@ -55,6 +55,9 @@ func (reentrant) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {
 }
 
 func (reentrant) release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration) redisio.Reply {
+	if !a.spin.publishes() {
+		return a.rt.io.UnlockQuiet(a.rt.ctx, op, a.key.Name, k.owner, lease)
+	}
 	return a.rt.io.Unlock(a.rt.ctx, op, a.key.Name, k.owner, lease)
 }
 

@@ -26,12 +26,19 @@ import (
 //     the backoff cap, long enough for a spinner elsewhere (which sleeps at
 //     most its cap between tries) to take its turn.
 //   - The release script still publishes on the lock's channel, so Lock
-//     waiters (ours or Redisson's) of the same name wake at once.
+//     waiters (ours or Redisson's) of the same name wake at once, unless
+//     the Client was told not to (Config.SpinQuiet, WithSpinPublish(false)):
+//     then, as in Redisson's spin lock, nothing is published, and those
+//     waiters take the lock at their next retry, within the holder's
+//     lease. A server that refuses the publish (an ACL) does not fail the
+//     release either way: unlock.lua calls it with redis.pcall, after the
+//     DEL, and reports the release as ReleasedQuiet.
 //   - While a local owner holds, waiters do not spin: its release or loss
 //     wakes them, as in Lock.
 type spinner struct {
 	lo, hi time.Duration
 	b      backoff
+	quiet  bool // releases publish nothing (Config.SpinQuiet)
 }
 
 // Default backoff bounds of a spin lock's waiters: Redisson's
@@ -72,6 +79,11 @@ func (s *spinner) pause() time.Duration {
 	}
 	return s.hi
 }
+
+// publishes reports whether a release of the lock publishes on its
+// channel: always for a lock that subscribes (a nil spinner), and for a
+// spin lock unless its Client is quiet.
+func (s *spinner) publishes() bool { return s == nil || !s.quiet }
 
 // reset starts the backoff over, for the next waiter (after a grant, or when
 // nobody waits any more).

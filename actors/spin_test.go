@@ -1,8 +1,11 @@
 package actors
 
 import (
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // TestSpinnerSteps: each wait lies in [d/2, d] for the backoff's step d,
@@ -53,5 +56,107 @@ func TestSpinJitterSpreads(t *testing.T) {
 	}
 	if len(seen) < 10 {
 		t.Fatalf("50 first waits took %d distinct values", len(seen))
+	}
+}
+
+// TestSpinActor_ReleasePublish covers what a release publishes. A spin
+// lock publishes as Lock does unless its Client is quiet (WithSpinPublish
+// (false)), and then sends unlock.lua with no publish command. A release
+// whose publish the server refused (an ACL; unlock.lua replies 4) stands,
+// for either kind: the caller hears it released, and the Client says once
+// that nobody was told; a quiet lock asked for no message and says nothing.
+func TestSpinActor_ReleasePublish(t *testing.T) {
+	run(t, KindSpin, []scenario{
+		{name: "publishing: a release that published", steps: holding(
+			unlock("u", "h"),
+			expect("unlock h", reply(released)),
+			answered("u", "gone"),
+		)},
+		{name: "publishing: a refused publish does not fail the release", steps: holding(
+			unlock("u", "h"),
+			expect("unlock h", reply(releasedQuiet)),
+			expect("untold"),
+			answered("u", "gone"),
+			lock("h2", "h", long), // the handle holds again: nothing was left behind
+			expect("lock h", reply(granted)),
+			answered("h2", "granted"),
+		)},
+		{name: "quiet: the release asks for no publish", spinQuiet: true, steps: holding(
+			unlock("u", "h"),
+			expect("unlock_quiet h", reply(releasedQuiet)),
+			answered("u", "gone"),
+			noCall(20*ms), // no "untold": nothing was asked
+		)},
+		{name: "quiet: a hand-off is the same script", spinQuiet: true, steps: holding(
+			lock("w", "w", long),
+			noCall(5*ms),
+			unlock("u", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("u", "gone"),
+			answered("w", "granted"),
+			unlock("v", "w"),
+			expect("unlock_quiet w", reply(releasedQuiet)),
+			answered("v", "gone"),
+		)},
+	})
+	run(t, KindLock, []scenario{
+		{name: "Lock: a refused publish does not fail the release", spinQuiet: true, steps: holding(
+			unlock("u", "h"),
+			expect("unlock h", reply(releasedQuiet)), // SpinQuiet is not Lock's
+			expect("untold"),
+			answered("u", "gone"),
+		)},
+	})
+}
+
+// TestLockActor_RefusedPublishEndsRun: a run of hand-offs ends, with other
+// connections listening, in a plain release whose own message wakes the
+// local waiters. When the server refused that message, no echo comes:
+// the local waiters try at once instead of waiting out the holder's lease.
+func TestLockActor_RefusedPublishEndsRun(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply redisio.Reply
+		after step
+	}{
+		{"published: the waiter waits for the message", released, noCall(50 * ms)},
+		{"refused: the waiter tries at once", releasedQuiet, func(h *harness) {
+			expect("untold")(h)
+			expect("lock b", reply(granted))(h)
+			answered("b"+strconv.Itoa(HandoffRun), "granted")(h)
+		}},
+	} {
+		steps := []step{
+			lock("a0", "a", long),
+			expect("lock a", reply(granted)),
+			answered("a0", "granted"),
+		}
+		// a and b take turns, each queued while the other holds, and
+		// each release hands the lock over in its script.
+		own := [2]string{"a", "b"}
+		for i := range HandoffRun {
+			from, to := own[i%2], own[(i+1)%2]
+			next := to + strconv.Itoa(i+1)
+			steps = append(steps, lock(next, to, long))
+			if i == 0 {
+				steps = append(steps, noCall(5*ms))
+			}
+			steps = append(steps,
+				unlock("u"+strconv.Itoa(i), from),
+				expect("handoff "+from+">"+to, reply(handedOver)))
+			if i+1 == HandoffRun/2 {
+				steps = append(steps, expect("subscribers", subscriberCount(5))) // others listen
+			}
+			steps = append(steps, answered("u"+strconv.Itoa(i), "gone"), answered(next, "granted"))
+		}
+		// HandoffRun hand-offs: the next release is a plain one.
+		last, waiter := own[HandoffRun%2], own[(HandoffRun+1)%2]
+		steps = append(steps,
+			lock(waiter+strconv.Itoa(HandoffRun), waiter, long),
+			unlock("end", last),
+			expect("unlock "+last, reply(tc.reply)),
+			answered("end", "gone"),
+			tc.after)
+		run(t, KindLock, []scenario{{name: tc.name, steps: steps}})
 	}
 }

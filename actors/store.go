@@ -16,10 +16,14 @@ import (
 // (store_fake_test.go).
 type store interface {
 	// RedissonLock and the fenced lock (lock.lua, fenced_lock.lua,
-	// unlock.lua, handoff.lua, renew.lua).
+	// unlock.lua, handoff.lua, renew.lua). UnlockQuiet is Unlock without
+	// the publish (a quiet spin lock); Untold logs, once per Client, that
+	// the server refused a release's publish.
 	Lock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	FencedLock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, floor uint64) redisio.Reply
 	Unlock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
+	UnlockQuiet(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
+	Untold(name string)
 	Handoff(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, next string, nextLease time.Duration) redisio.Reply
 	Renew(ctx context.Context, name, owner string, lease time.Duration, then func(bool, error))
 

@@ -79,6 +79,14 @@ func (f *fakeStore) Unlock(_ context.Context, op redisio.Op, _, o string, _ time
 	return f.latched(op, "unlock "+owner(o), 0)
 }
 
+func (f *fakeStore) UnlockQuiet(_ context.Context, op redisio.Op, _, o string, _ time.Duration) redisio.Reply {
+	return f.latched(op, "unlock_quiet "+owner(o), 0)
+}
+
+// Untold is no Redis call, but rows check when the actor says it: it shows
+// up among the calls as "untold".
+func (f *fakeStore) Untold(string) { f.calls <- &call{what: "untold"} }
+
 func (f *fakeStore) Handoff(_ context.Context, op redisio.Op, _, o string, _ time.Duration, next string, _ time.Duration) redisio.Reply {
 	return f.latched(op, "handoff "+owner(o)+">"+owner(next), 0)
 }
@@ -226,8 +234,10 @@ var (
 	granted    = redisio.Reply{Err: redis.Nil} // lock.lua, fair_lock.lua: nil
 	released   = redisio.Reply{Val: int64(1)}
 	handedOver = redisio.Reply{Val: int64(3)}
-	semOK      = redisio.Reply{Val: int64(1)} // semaphore_acquire.lua granted; semaphore_release.lua done
-	semNo      = redisio.Reply{Val: int64(0)}
+	// unlock.lua: deleted, nothing published (none asked, or refused)
+	releasedQuiet = redisio.Reply{Val: int64(4)}
+	semOK         = redisio.Reply{Val: int64(1)} // semaphore_acquire.lua granted; semaphore_release.lua done
+	semNo         = redisio.Reply{Val: int64(0)}
 )
 
 // refused is an acquire refused while the holder keeps the lock for ttl.

@@ -151,6 +151,11 @@ const (
 	Released                       // last hold released, waiters told
 	Left                           // the owner's last hold released; others still hold
 	HandedOver                     // the owner's last hold released and the lock given to the next owner
+	// ReleasedQuiet: the last hold released, and nothing published: none
+	// was asked for (UnlockQuiet), or the server refused the command (an
+	// ACL user denied the channel or PUBLISH). Waiters of other Clients
+	// that listen on the lock's channel were not told.
+	ReleasedQuiet
 )
 
 // SubscribersThen asks, without waiting, how many connections listen on

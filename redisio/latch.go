@@ -283,7 +283,7 @@ func (r Reply) Fenced() (granted bool, ttl time.Duration, token uint64, err erro
 	return false, time.Duration(n) * time.Millisecond, 0, nil
 }
 
-// Unlock reads the nil/0/1/2/3 reply of the unlock scripts.
+// Unlock reads the nil/0/1/2/3/4 reply of the unlock scripts.
 func (r Reply) Unlock() (UnlockResult, error) {
 	n, isNil, err := r.intOf()
 	switch {
@@ -295,6 +295,8 @@ func (r Reply) Unlock() (UnlockResult, error) {
 		return Left, nil
 	case n == 3:
 		return HandedOver, nil
+	case n == 4:
+		return ReleasedQuiet, nil
 	}
 	return StillHeld, nil
 }

@@ -3,6 +3,7 @@ package redisio
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -31,11 +32,25 @@ func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease 
 		ms(lease), owner, strconv.FormatUint(floor, 10), op.Seq, op.keepMS())
 }
 
-// Unlock runs unlock.lua for one hold of owner. Read with Reply.Unlock.
+// Unlock runs unlock.lua for one hold of owner; the last hold's release
+// publishes UnlockMessage on the lock's channel. Read with Reply.Unlock: a
+// server that refuses the publish (an ACL) does not fail the release, which
+// reads as ReleasedQuiet then.
 func (c *Conn) Unlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
+	return c.unlock(ctx, op, name, owner, lease, c.publishArg())
+}
+
+// UnlockQuiet is Unlock without the publish: the last hold's release reads
+// as ReleasedQuiet (a SpinLock whose Client was given WithSpinPublish(false)).
+func (c *Conn) UnlockQuiet(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
+	return c.unlock(ctx, op, name, owner, lease, "")
+}
+
+// unlock runs unlock.lua with pub as its publish command ("" for none).
+func (c *Conn) unlock(ctx context.Context, op Op, name, owner string, lease time.Duration, pub any) Reply {
 	k, s := op.keysFor(name), scripts.Latched.Unlock
 	argv := []any{"evalsha", shaOf(s), 3, k.name, k.channel, k.latch,
-		UnlockMessage, msArg(lease), owner, c.publishArg(), op.Seq, msArg(op.Keep)}
+		UnlockMessage, msArg(lease), owner, pub, op.Seq, msArg(op.Keep)}
 	return c.runCall(ctx, op, &batchCall{ctx: ctx, script: s, key: name, argv: argv})
 }
 
@@ -80,12 +95,41 @@ func (c *Conn) submitFlag(ctx context.Context, then func(bool, error), s *redis.
 	}
 }
 
-// ForceUnlock deletes the lock whoever holds it; true if it existed.
+// ForceUnlock deletes the lock whoever holds it and publishes UnlockMessage
+// on its channel; true if it existed. A server that refuses the publish (an
+// ACL) does not fail the deletion: it is logged once (Untold).
 func (c *Conn) ForceUnlock(ctx context.Context, name string) (bool, error) {
+	return c.forceUnlock(ctx, name, c.publishCmd(ctx))
+}
+
+// ForceUnlockQuiet is ForceUnlock without the publish (a SpinLock whose
+// Client was given WithSpinPublish(false)).
+func (c *Conn) ForceUnlockQuiet(ctx context.Context, name string) (bool, error) {
+	return c.forceUnlock(ctx, name, "")
+}
+
+// forceUnlock runs force_unlock.lua with pub as its publish command ("" for
+// none).
+func (c *Conn) forceUnlock(ctx context.Context, name, pub string) (bool, error) {
 	keys := []string{name, LockChannel(name)}
-	pub := c.publishCmd(ctx)
 	n, err := scripts.ForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, pub).Int64()
-	return n == 1, err
+	if n == 2 && pub != "" {
+		c.Untold(name)
+	}
+	return n != 0, err
+}
+
+// Untold logs, once per Client, that the server refused to publish a release
+// message for name: the release stands, but waiters that listen on the
+// lock's channel, in other Clients or in Redisson, hear nothing and take the
+// lock only at their next retry, at most the holder's lease later. The lock
+// actors call it when a release they asked to publish comes back
+// ReleasedQuiet.
+func (c *Conn) Untold(name string) {
+	c.warnOnce("untold", slog.LevelWarn, "lockactor: the server refused to publish a release message (an ACL user "+
+		"denied the channel or PUBLISH?); the release stands, but Lock waiters of the name in other Clients take "+
+		"it only at their next retry, up to the holder's lease later. A SpinLock's Client on such a server should "+
+		"be given WithSpinPublish(false)", "lock", name, "channel", LockChannel(name))
 }
 
 // HoldCount is owner's hold count in the lock hash (0 when it holds nothing).

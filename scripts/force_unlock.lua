@@ -3,11 +3,23 @@
 -- KEYS[1]  the lock key
 -- KEYS[2]  the wake-up channel, redisson_lock__channel:{name}
 -- ARGV[1]  the message to publish ("0")
--- ARGV[2]  the publish command: "publish", or "spublish" on a sharded cluster
+-- ARGV[2]  the publish command: "publish", or "spublish" on a sharded
+--          cluster; "" publishes nothing (a SpinLock whose Client was given
+--          WithSpinPublish(false))
 --
--- Returns 1 when a lock was deleted (and the message published), else 0.
-if redis.call('del', KEYS[1]) == 1 then
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
-    return 1
+-- Returns 0 when there was no lock, 1 when a lock was deleted and the
+-- message published, 2 when it was deleted and nothing published: ARGV[2]
+-- was "", or the server refused the command (an ACL user denied the channel
+-- or the command). The publish goes through redis.pcall, so that a refusal
+-- does not turn a deletion that happened into an error.
+if redis.call('del', KEYS[1]) == 0 then
+    return 0
 end
-return 0
+if ARGV[2] == '' then
+    return 2
+end
+local sent = redis.pcall(ARGV[2], KEYS[2], ARGV[1])
+if type(sent) == 'table' and sent.err then
+    return 2
+end
+return 1

@@ -6,10 +6,19 @@
 -- ARGV[1]  the message published on a full release ("0")
 -- ARGV[2]  lease in milliseconds, re-applied when holds remain
 -- ARGV[3]  owner, "<clientUUID>:<handleID>"
--- ARGV[4]  the publish command: "publish", or "spublish" on a sharded cluster
+-- ARGV[4]  the publish command: "publish", or "spublish" on a sharded
+--          cluster; "" publishes nothing (a SpinLock whose Client was given
+--          WithSpinPublish(false))
 --
 -- Returns nil when the owner holds nothing (nothing changes), 0 when holds
--- remain, 1 when the lock was deleted and the message published.
+-- remain, 1 when the lock was deleted and the message published, 4 when it
+-- was deleted and nothing published: ARGV[4] was "", or the server refused
+-- the command (an ACL user denied the channel or the command).
+--
+-- The publish comes after the DEL, so it goes through redis.pcall: a refusal
+-- raised as an error would end the script with the lock deleted but its
+-- caller told of an error, and, run latched, with no record of the request
+-- (latch.lua records the reply only when the body returns).
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
 end
@@ -19,5 +28,11 @@ if left > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], ARGV[1])
+if ARGV[4] == '' then
+    return 4
+end
+local sent = redis.pcall(ARGV[4], KEYS[2], ARGV[1])
+if type(sent) == 'table' and sent.err then
+    return 4
+end
 return 1
