@@ -246,15 +246,7 @@ func (w *worker) semStep(p plan) {
 	sem := w.ca.c.Semaphore(name)
 	n := p.permits
 	c := Call{Client: w.ca.name, Prim: PrimSem, Res: []string{res}, N: n, Op: OpAcquire, Waiting: true}
-	var cancel = p.cancel
-	switch {
-	case p.shape < 35:
-		cancel = 0
-	case p.shape < 60:
-		c.Op, c.Waiting, cancel = OpTryAcquire, false, 0
-	case p.shape < 85:
-		c.Op, c.Wait, c.Waiting, cancel = OpTryAcquire, p.wait, p.wait > 0, 0
-	}
+	cancel := acquireShape(p, &c)
 	e1 := w.r.epoch.Load()
 	cc := newCallCtx(p.deadlines[0], cancel)
 	out, ci := w.rec.do(c, cc, func(ctx context.Context) (bool, error) {
@@ -280,6 +272,25 @@ func (w *worker) semStep(p plan) {
 		func(ctx context.Context) (bool, error) { return true, sem.Release(ctx, n) })
 	rc.done()
 	h.released(ri)
+}
+
+// acquireShape gives a semaphore's acquire call c (an Acquire that waits)
+// the form the plan picks, and returns when its caller gives up (0: not
+// early): Acquire for a third, one TryAcquire attempt for a quarter,
+// TryAcquire with a wait for a quarter, and an Acquire given up at a
+// random point for the rest.
+func acquireShape(p plan, c *Call) time.Duration {
+	switch {
+	case p.shape < 35:
+		return 0
+	case p.shape < 60:
+		c.Op, c.Waiting = OpTryAcquire, false
+		return 0
+	case p.shape < 85:
+		c.Op, c.Wait, c.Waiting = OpTryAcquire, p.wait, p.wait > 0
+		return 0
+	}
+	return p.cancel
 }
 
 // multiStep takes a MultiLock of one name on server A (through this

@@ -21,15 +21,7 @@ func (w *worker) permitStep(p plan) {
 	res := "A/" + name
 	ps := w.ca.c.PermitSemaphore(name)
 	c := Call{Client: w.ca.name, Prim: PrimPermit, Res: []string{res}, N: 1, Op: OpAcquire, Lease: p.lease, Waiting: true}
-	cancel := p.cancel
-	switch {
-	case p.shape < 35:
-		cancel = 0
-	case p.shape < 60:
-		c.Op, c.Waiting, cancel = OpTryAcquire, false, 0
-	case p.shape < 85:
-		c.Op, c.Wait, c.Waiting, cancel = OpTryAcquire, p.wait, p.wait > 0, 0
-	}
+	cancel := acquireShape(p, &c)
 	var id string
 	cc := newCallCtx(p.deadlines[0], cancel)
 	out, ci := w.rec.do(c, cc, func(ctx context.Context) (ok bool, err error) {
