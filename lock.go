@@ -2,7 +2,6 @@ package lockactor
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -200,11 +199,8 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
-	switch {
-	case lease <= 0:
-		return invalid(l.name, fmt.Sprintf("extend by lease %v <= 0", lease))
-	case lease < MinLease:
-		return invalid(l.name, fmt.Sprintf("extend by lease %v below MinLease (%v)", lease, MinLease))
+	if err := checkLease(l.name, lease); err != nil {
+		return err
 	}
 	m := &messages.Extend{Owner: l.owner, Mode: l.mode, Lease: lease, Handle: true, Reply: make(chan messages.ExtendResult, 1)}
 	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }

@@ -241,10 +241,10 @@ func withTokenMemory(n int) Option {
 
 // MinLease is the shortest lease lockactor accepts, for WithLease,
 // WithWatchdogTimeout, Lock.Extend and a PermitSemaphore's permits alike. A
-// grant whose reply comes back after half its
-// lease is given back rather than handed out (too little of it is left to
-// work with), so a lease must be well above the round trip to Redis: leases
-// near MinLease only suit a Redis on the same host.
+// grant whose reply comes back after half its lease is given back rather
+// than handed out (too little of it is left to work with), so a lease must
+// be well above the round trip to Redis: leases near MinLease only suit a
+// Redis on the same host.
 const MinLease = 10 * time.Millisecond
 
 // LockOption configures one acquisition.
@@ -275,15 +275,28 @@ func lockOptionsOf(name string, opts []LockOption) (lockOptions, error) {
 	if len(opts) > 0 {
 		o = applyLockOptions(opts)
 	}
-	switch {
-	case o.lease < 0:
-		return o, invalid(name, "negative lease")
-	case o.lease > 0 && o.lease < MinLease:
-		return o, invalid(name, fmt.Sprintf("lease %v below MinLease (%v)", o.lease, MinLease))
-	case o.wait < 0:
+	if o.lease != 0 {
+		if err := checkLease(name, o.lease); err != nil {
+			return o, err
+		}
+	}
+	if o.wait < 0 {
 		return o, invalid(name, "negative wait")
 	}
 	return o, nil
+}
+
+// checkLease refuses a fixed lease (WithLease, Extend, a permit's) that is
+// not positive or is below MinLease: Redis counts leases in whole
+// milliseconds, and a grant must outlive its round trip.
+func checkLease(name string, lease time.Duration) error {
+	switch {
+	case lease <= 0:
+		return invalid(name, fmt.Sprintf("lease %v <= 0", lease))
+	case lease < MinLease:
+		return invalid(name, fmt.Sprintf("lease %v below MinLease (%v)", lease, MinLease))
+	}
+	return nil
 }
 
 // applyLockOptions applies opts to the defaults. Apart from lockOptionsOf

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"math"
 	"time"
 
@@ -46,11 +45,10 @@ func (c *Client) PermitSemaphore(name string) *PermitSemaphore {
 func (s *PermitSemaphore) Name() string { return s.name }
 
 // check rejects calls that must not reach Redis: a Semaphore's checks, and
-// a lease below MinLease (Redis counts leases in whole milliseconds: a
-// shorter one would end as it is granted, as WithLease's would).
+// a lease checkLease refuses.
 func (s *PermitSemaphore) check(ctx context.Context, n, minN int, lease time.Duration) error {
-	if lease < MinLease {
-		return invalid(s.name, fmt.Sprintf("lease %v below MinLease (%v)", lease, MinLease))
+	if err := checkLease(s.name, lease); err != nil {
+		return err
 	}
 	return checkPermits(ctx, s.c, s.name, n, minN)
 }

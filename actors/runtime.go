@@ -146,9 +146,6 @@ func (cfg Config) withDefaults() Config {
 	if cfg.LatchKeep <= 0 {
 		cfg.LatchKeep = DefaultLatchKeep
 	}
-	if cfg.TokenMemory <= 0 {
-		cfg.TokenMemory = DefaultTokenMemory
-	}
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = time.Second
 	}

@@ -108,10 +108,10 @@ func notHeldExplained(l *Log, c *Call, spanOf map[int]Span) bool {
 				return true
 			}
 		}
+		if restartDuring(l, h.Res, Interval{h.AcqStart, c.End}) {
+			return true
+		}
 		for _, f := range l.Faults {
-			if f.Kind == FaultRestart && f.Server == serverOf(h.Res) && f.Start.Before(c.End) && f.End.Add(restartMargin).After(h.AcqStart) {
-				return true
-			}
 			// Its release was refused (for its Client, or every Client of
 			// the server) while the hold's lease ran out.
 			if f.Kind == FaultBlock && f.Server == serverOf(h.Res) && strings.Contains(f.Detail, ClassRelease) &&

@@ -27,13 +27,7 @@ func CheckLatches(l *Log, lim Limits, rx Relaxations) []Violation {
 		awaits []*Call
 	}
 	rounds := map[string]*round{}
-	var faults []Interval
-	for _, f := range l.Faults {
-		if f.Kind != SemGen {
-			faults = append(faults, Interval{f.Start, f.End.Add(lim.Recovery)})
-		}
-	}
-	faults = union(faults)
+	faults := faultWindows(l, lim)
 	for i := range l.Calls {
 		c := &l.Calls[i]
 		if c.Prim != PrimLatch || len(c.Res) != 1 {
@@ -110,13 +104,23 @@ func CheckLatches(l *Log, lim Limits, rx Relaxations) []Violation {
 	return vs
 }
 
-// forgotten reports whether the deployment may have lost res's writes
-// during w: a restart of its server, or an Unsafe window of rx.
-func forgotten(l *Log, rx Relaxations, res string, w Interval) bool {
+// restartDuring reports whether res's server restarted (and so forgot it)
+// during w, counting restartMargin after the restart as during (a reply of
+// the old server may still be on its way).
+func restartDuring(l *Log, res string, w Interval) bool {
 	for _, f := range l.Faults {
 		if f.Kind == FaultRestart && f.Server == serverOf(res) && f.Start.Before(w.B) && f.End.Add(restartMargin).After(w.A) {
 			return true
 		}
+	}
+	return false
+}
+
+// forgotten reports whether the deployment may have lost res's writes
+// during w: a restart of its server, or an Unsafe window of rx.
+func forgotten(l *Log, rx Relaxations, res string, w Interval) bool {
+	if restartDuring(l, res, w) {
+		return true
 	}
 	for _, u := range rx.Unsafe {
 		if u.covers(res) && u.A.Before(w.B) && u.B.After(w.A) {

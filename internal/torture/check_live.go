@@ -93,12 +93,7 @@ func newLiveIndex(l *Log, spans []Span, lim Limits) *liveIndex {
 	lv := &liveIndex{l: l, lim: lim, excused: map[string][]Interval{}, any: map[string][]Interval{},
 		writes: map[string][]Interval{}, spans: map[string][]Span{}, sem: map[string][]semEdge{},
 		exists: map[string][]Interval{}, waiting: map[string][]*Call{}, busyFor: map[string][]Interval{}}
-	for _, f := range l.Faults {
-		if f.Kind != SemGen {
-			lv.global = append(lv.global, Interval{f.Start, f.End.Add(lim.Recovery)})
-		}
-	}
-	lv.global = union(lv.global)
+	lv.global = faultWindows(l, lim)
 	for _, s := range spans {
 		r := s.H.Res
 		lv.spans[r] = append(lv.spans[r], s)
@@ -188,6 +183,18 @@ func newLiveIndex(l *Log, spans []Span, lim Limits) *liveIndex {
 		slices.SortFunc(ss, func(a, b Span) int { return a.B.Compare(b.B) })
 	}
 	return lv
+}
+
+// faultWindows is every fault's window (not the semaphore generations)
+// extended by lim.Recovery, merged: where liveness is not judged.
+func faultWindows(l *Log, lim Limits) []Interval {
+	var ws []Interval
+	for _, f := range l.Faults {
+		if f.Kind != SemGen {
+			ws = append(ws, Interval{f.Start, f.End.Add(lim.Recovery)})
+		}
+	}
+	return union(ws)
 }
 
 func (lv *liveIndex) addPermits(r string, iv Interval, n int) {

@@ -75,12 +75,16 @@ func TestSemaphoreBound(t *testing.T) {
 	}
 }
 
+// fencedHold is a FencedLock hold of A/f with token, whose acquire call
+// started at start.
+func fencedHold(id int, owner string, token uint64, start, grant, end int) Hold {
+	h := hl(id, PrimFenced, "A/f", owner, grant, end)
+	h.AcqStart, h.Token = at(start), token
+	return h
+}
+
 func TestFencingTokens(t *testing.T) {
-	fenced := func(id int, owner string, token uint64, start, grant, end int) Hold {
-		h := hl(id, PrimFenced, "A/f", owner, grant, end)
-		h.AcqStart, h.Token = at(start), token
-		return h
-	}
+	fenced := fencedHold
 	restart := Fault{Kind: FaultRestart, Server: "A", Start: at(50), End: at(60)}
 	tests := []struct {
 		name   string
@@ -109,9 +113,7 @@ func TestFencingTokens(t *testing.T) {
 // compared with them.
 func TestClientTokens(t *testing.T) {
 	fenced := func(id int, owner string, token uint64, start, grant int) Hold {
-		h := hl(id, PrimFenced, "A/f", owner, grant, grant+5)
-		h.AcqStart, h.Token = at(start), token
-		return h
+		return fencedHold(id, owner, token, start, grant, grant+5)
 	}
 	restart := Fault{Kind: FaultRestart, Server: "A", Start: at(50), End: at(60)}
 	tests := []struct {
