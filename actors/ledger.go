@@ -193,6 +193,8 @@ func (l *ledger) onResolved(m *resolved) {
 		return
 	}
 	l.pending = nil
+	l.b.rt.cfg.Logger.Debug("lockactor: lost reply settled", "lock", l.b.key.Name, "seq", p.op.Seq,
+		"settlement", m.s, "reply", m.reply.Val, "err", p.err)
 	switch {
 	case m.s == redisio.Ran:
 		p.req.apply(m.reply)

@@ -147,6 +147,7 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	// share a read hold).
 	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
 	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost, Token: h.token}) {
+		a.rt.cfg.Logger.Debug("lockactor: grant given back: its caller had gone", "lock", a.key.Name, "owner", m.Owner)
 		a.owe(k, nil)
 		return
 	}
@@ -194,6 +195,7 @@ func (a *lockActor) tokenBehind(m *messages.Acquire, sent time.Time, token uint6
 // free again, so the last verdict no longer holds.
 func (a *lockActor) takeBack(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
+	a.rt.cfg.Logger.Debug("lockactor: grant given back", "lock", a.key.Name, "owner", m.Owner)
 	a.granted(k, sent, m.Lease, token)
 	a.owe(k, nil)
 	a.forgetVerdict()
@@ -281,6 +283,10 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.redisError(OpRelease, err)
 		a.retryOwed(o, err)
 		return
+	}
+	if res == redisio.NotHeld {
+		a.rt.cfg.Logger.Debug("lockactor: release found nothing held", "lock", a.key.Name, "owner", o.k.owner,
+			"caller", o.m != nil, "recorded", o.h != nil)
 	}
 	if res == redisio.NotHeld && o.h != nil {
 		// The hold had been lost before the release: Lost closes before the

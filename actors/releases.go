@@ -131,6 +131,7 @@ func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
 		o.answer(messages.ReleaseResult{Err: err})
 		return
 	case o.h == nil || (hb.holds[o.k] == nil && !now.Before(o.h.until)):
+		hb.b.rt.cfg.Logger.Debug("lockactor: release dropped: its lease has run out", "lock", hb.b.key.Name, "owner", o.k.owner, "err", err)
 		o.answer(messages.ReleaseResult{NotHeld: true})
 		return
 	case o.tries >= 2 && err != nil:

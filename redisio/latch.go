@@ -152,6 +152,17 @@ const (
 	NoRecord
 )
 
+// String names the settlement (for logs).
+func (s Settlement) String() string {
+	switch s {
+	case Ran:
+		return "ran"
+	case NoRecord:
+		return "no-record"
+	}
+	return "not-run"
+}
+
 // ResolveThen settles a request whose reply was lost: then learns what Redis
 // remembers of it (a Settlement), and the recorded reply if it ran. The
 // question goes out with the latch's master's next pipeline, and then
