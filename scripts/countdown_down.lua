@@ -7,6 +7,7 @@
 -- Returns the count left. A missing count stays missing (0: counting down
 -- an open latch changes nothing). The count that reaches 0 deletes the key,
 -- so that TrySetCount may set it again, and publishes the zero message "0".
+--[[publish]]
 if redis.call('exists', KEYS[1]) == 0 then
     return 0
 end
@@ -16,6 +17,6 @@ if left > 0 then
 end
 redis.call('del', KEYS[1])
 if left == 0 then
-    redis.call(ARGV[1], KEYS[2], '0')
+    publish(ARGV[1], KEYS[2], '0')
 end
 return 0

@@ -8,9 +8,10 @@
 --
 -- Returns 1 when the count was set, and then publishes the new-count
 -- message "1"; 0 when a count was already set (nothing changes).
+--[[publish]]
 if redis.call('exists', KEYS[1]) == 1 then
     return 0
 end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], '1')
+publish(ARGV[2], KEYS[2], '1')
 return 1

@@ -15,6 +15,7 @@
 -- in at its marker line); then, when the lock is free and the queue's head
 -- changed, the new head is told, so neither a leaver nor a dead waiter it
 -- uncovers stalls the queue.
+--[[publish]]
 local before = redis.call('lindex', KEYS[2], 0)
 local queue = redis.call('lrange', KEYS[2], 0, -1)
 local at = nil
@@ -32,7 +33,7 @@ local now = tonumber(ARGV[5])
 --[[fair_purge]]
 local head = redis.call('lindex', KEYS[2], 0)
 if head and head ~= before and redis.call('exists', KEYS[1]) == 0 then
-    redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[3])
+    publish(ARGV[4], KEYS[4] .. ':' .. head, ARGV[3])
 end
 if at then
     return 1

@@ -13,6 +13,7 @@
 -- passed are purged from the head first (fair_purge.lua, spliced in at its
 -- marker line), so the message goes to a live waiter rather than to one
 -- whose process died.
+--[[publish]]
 local now = tonumber(ARGV[2])
 --[[fair_purge]]
 if redis.call('del', KEYS[1]) == 0 then
@@ -20,6 +21,6 @@ if redis.call('del', KEYS[1]) == 0 then
 end
 local head = redis.call('lindex', KEYS[2], 0)
 if head then
-    redis.call(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
+    publish(ARGV[3], KEYS[4] .. ':' .. head, ARGV[1])
 end
 return 1

@@ -15,6 +15,7 @@
 -- lock was deleted (and the head, if any, told). Waiters whose deadline has
 -- passed, or that have none, are purged from the head first (fair_purge.lua,
 -- spliced in at its marker line), so the message goes to a live waiter.
+--[[publish]]
 local now = tonumber(ARGV[4])
 --[[fair_purge]]
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
@@ -28,6 +29,6 @@ end
 redis.call('del', KEYS[1])
 local head = redis.call('lindex', KEYS[2], 0)
 if head then
-    redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
+    publish(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
 end
 return 1

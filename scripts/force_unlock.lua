@@ -10,16 +10,13 @@
 -- Returns 0 when there was no lock, 1 when a lock was deleted and the
 -- message published, 2 when it was deleted and nothing published: ARGV[2]
 -- was "", or the server refused the command (an ACL user denied the channel
--- or the command). The publish goes through redis.pcall, so that a refusal
--- does not turn a deletion that happened into an error.
+-- or the command). A refusal does not fail the deletion (see
+-- publish.lua).
+--[[publish]]
 if redis.call('del', KEYS[1]) == 0 then
     return 0
 end
-if ARGV[2] == '' then
-    return 2
+if publish(ARGV[2], KEYS[2], ARGV[1]) then
+    return 1
 end
-local sent = redis.pcall(ARGV[2], KEYS[2], ARGV[1])
-if type(sent) == 'table' and sent.err then
-    return 2
-end
-return 1
+return 2

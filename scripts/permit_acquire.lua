@@ -19,7 +19,8 @@
 -- until the earliest lease of a permit held ends (when one will come back
 -- without a release), or -1 when no permit is held. Expired permits given
 -- back are announced with the count now available.
-local publish = ARGV[3]
+--[[publish]]
+local pub = ARGV[3]
 --[[permit_reclaim]]
 if redis.call('zscore', KEYS[2], ARGV[1]) ~= false then
     return {1, 0}

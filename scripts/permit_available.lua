@@ -9,7 +9,8 @@
 --
 -- Returns the count available (0 when it was never set); permits given back
 -- are announced with that count.
-local publish = ARGV[1]
+--[[publish]]
+local pub = ARGV[1]
 --[[permit_reclaim]]
 if reclaimed then
     return reclaimed

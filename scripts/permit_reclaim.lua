@@ -7,7 +7,8 @@
 -- KEYS[1]  the semaphore count
 -- KEYS[2]  the permits' deadlines, {name}:timeout (see permit_acquire.lua)
 -- KEYS[3]  the channel, redisson_sc:{name}
--- publish  a local the host sets first: its publish command argument
+-- pub      a local the host sets first: its publish command argument
+-- publish  the function publish.lua defines
 --
 -- Gives back the permits whose leases have ended (deadline <= now on the
 -- server's clock): removes them from the deadlines, adds their number to
@@ -24,6 +25,6 @@ if #expired > 0 then
     redis.call('zrem', KEYS[2], unpack(expired))
     reclaimed = redis.call('incrby', KEYS[1], #expired)
     if reclaimed > 0 then
-        redis.call(publish, KEYS[3], reclaimed)
+        publish(pub, KEYS[3], reclaimed)
     end
 end

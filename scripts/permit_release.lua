@@ -11,11 +11,12 @@
 -- held (never acquired, released already, or its lease had ended: then it
 -- came back to the pool without this release). Each change of the count is
 -- published with the count now available.
-local publish = ARGV[2]
+--[[publish]]
+local pub = ARGV[2]
 --[[permit_reclaim]]
 if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then
     return 0
 end
 local count = redis.call('incr', KEYS[1])
-redis.call(ARGV[2], KEYS[3], count)
+publish(pub, KEYS[3], count)
 return 1

@@ -11,7 +11,8 @@
 --
 -- Returns 1 when the permit was held and has its new lease, 0 when it was
 -- not held (released, or its lease had ended).
-local publish = ARGV[3]
+--[[publish]]
+local pub = ARGV[3]
 --[[permit_reclaim]]
 if redis.call('zscore', KEYS[2], ARGV[1]) == false then
     return 0

@@ -16,6 +16,7 @@
 -- in write mode never less than it was, since the write hold has no hold key
 -- of its own and its lease lives only in the lock's TTL (Redisson's script
 -- takes the read holds alone, and so shortens the writer's lease).
+--[[publish]]
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
     return nil
@@ -53,5 +54,5 @@ if redis.call('hlen', KEYS[1]) > 1 then
     end
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[2], ARGV[1])
+publish(ARGV[3], KEYS[2], ARGV[1])
 return 1

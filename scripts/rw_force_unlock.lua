@@ -7,9 +7,10 @@
 --
 -- Returns 1 when the lock was in that mode and was deleted (waiters woken
 -- with "1"), else 0. Hold keys of read holds expire on their own.
+--[[publish]]
 if redis.call('hget', KEYS[1], 'mode') ~= ARGV[1] then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[2], KEYS[2], '1')
+publish(ARGV[2], KEYS[2], '1')
 return 1

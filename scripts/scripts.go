@@ -9,20 +9,22 @@ import (
 
 // Each script runs as EVALSHA with an EVAL fallback on NOSCRIPT
 // (redis.Script.Run), so a flushed script cache costs one extra round trip.
-// The .lua file of each states its KEYS, ARGV and replies. Two kinds of
-// splicing build the scripts sent: fair_purge.lua goes into the fair
-// scripts (withFairPurge), and the state-changing scripts go into latch.lua
+// The .lua file of each states its KEYS, ARGV and replies. Splicing builds
+// the scripts sent: fair_purge.lua goes into the fair scripts
+// (withFairPurge), permit_reclaim.lua into the permit scripts
+// (withPermitReclaim), publish.lua into every script that publishes
+// (withPublish), and the state-changing scripts go into latch.lua
 // (latched).
 
 var (
 	//go:embed lock.lua
 	lockSrc string
 	//go:embed unlock.lua
-	unlockSrc string
+	unlockLua string
 	//go:embed renew.lua
 	renewSrc string
 	//go:embed force_unlock.lua
-	forceUnlockSrc string
+	forceUnlockLua string
 	//go:embed handoff.lua
 	handoffSrc string
 	//go:embed fenced_lock.lua
@@ -40,21 +42,21 @@ var (
 	//go:embed read_lock.lua
 	readLockSrc string
 	//go:embed read_unlock.lua
-	readUnlockSrc string
+	readUnlockLua string
 	//go:embed write_lock.lua
 	writeLockSrc string
 	//go:embed write_unlock.lua
-	writeUnlockSrc string
+	writeUnlockLua string
 	//go:embed rw_renew.lua
 	rwRenewSrc string
 	//go:embed rw_force_unlock.lua
-	rwForceUnlockSrc string
+	rwForceUnlockLua string
 	//go:embed semaphore_acquire.lua
 	semaphoreAcquireSrc string
 	//go:embed semaphore_release.lua
-	semaphoreReleaseSrc string
+	semaphoreReleaseLua string
 	//go:embed semaphore_set.lua
-	semaphoreSetSrc string
+	semaphoreSetLua string
 	//go:embed permit_reclaim.lua
 	permitReclaimLua string
 	//go:embed permit_acquire.lua
@@ -66,9 +68,11 @@ var (
 	//go:embed permit_available.lua
 	permitAvailableLua string
 	//go:embed countdown_set.lua
-	countDownSetSrc string
+	countDownSetLua string
 	//go:embed countdown_down.lua
-	countDownDownSrc string
+	countDownDownLua string
+	//go:embed publish.lua
+	publishLua string
 	//go:embed latch.lua
 	latchSrc string
 	//go:embed latch_resolve.lua
@@ -89,18 +93,28 @@ var (
 // FencedLock: a reentrant lock whose grants from zero holds issue a token.
 var FencedLock = redis.NewScript(fencedLockSrc) // fenced_lock.lua
 
-// The fair scripts with fair_purge.lua spliced in, and the permit scripts
-// with permit_reclaim.lua.
+// The fair scripts with fair_purge.lua spliced in, the permit scripts with
+// permit_reclaim.lua, and every script that publishes with publish.lua.
 var (
 	fairLockSrc        = withFairPurge(fairLockLua)
-	fairUnlockSrc      = withFairPurge(fairUnlockLua)
-	fairCancelSrc      = withFairPurge(fairCancelLua)
-	fairForceUnlockSrc = withFairPurge(fairForceUnlockLua)
+	fairUnlockSrc      = withPublish(withFairPurge(fairUnlockLua))
+	fairCancelSrc      = withPublish(withFairPurge(fairCancelLua))
+	fairForceUnlockSrc = withPublish(withFairPurge(fairForceUnlockLua))
 
-	permitAcquireSrc   = withPermitReclaim(permitAcquireLua)
-	permitReleaseSrc   = withPermitReclaim(permitReleaseLua)
-	permitUpdateSrc    = withPermitReclaim(permitUpdateLua)
-	permitAvailableSrc = withPermitReclaim(permitAvailableLua)
+	permitAcquireSrc   = withPublish(withPermitReclaim(permitAcquireLua))
+	permitReleaseSrc   = withPublish(withPermitReclaim(permitReleaseLua))
+	permitUpdateSrc    = withPublish(withPermitReclaim(permitUpdateLua))
+	permitAvailableSrc = withPublish(withPermitReclaim(permitAvailableLua))
+
+	unlockSrc           = withPublish(unlockLua)
+	forceUnlockSrc      = withPublish(forceUnlockLua)
+	readUnlockSrc       = withPublish(readUnlockLua)
+	writeUnlockSrc      = withPublish(writeUnlockLua)
+	rwForceUnlockSrc    = withPublish(rwForceUnlockLua)
+	semaphoreReleaseSrc = withPublish(semaphoreReleaseLua)
+	semaphoreSetSrc     = withPublish(semaphoreSetLua)
+	countDownSetSrc     = withPublish(countDownSetLua)
+	countDownDownSrc    = withPublish(countDownDownLua)
 )
 
 // FairLock (RedissonFairLock): FIFO across clients through a queue and deadlines.
@@ -186,10 +200,12 @@ func latched(body string) *redis.Script {
 	return redis.NewScript(strings.Replace(latchSrc, marker, body, 1))
 }
 
-// The marker lines that withFairPurge and withPermitReclaim replace.
+// The marker lines that withFairPurge, withPermitReclaim and withPublish
+// replace.
 const (
 	fairPurgeMarker     = "--[[fair_purge]]"
 	permitReclaimMarker = "--[[permit_reclaim]]"
+	publishMarker       = "--[[publish]]"
 )
 
 // withFairPurge puts the code of fair_purge.lua in place of host's one
@@ -201,6 +217,11 @@ func withFairPurge(host string) string { return spliced(host, fairPurgeMarker, f
 func withPermitReclaim(host string) string {
 	return spliced(host, permitReclaimMarker, permitReclaimLua)
 }
+
+// withPublish puts the publish function of publish.lua in place of host's
+// one publish marker line: every publish goes through it, so that a server
+// refusing it fails no script halfway.
+func withPublish(host string) string { return spliced(host, publishMarker, publishLua) }
 
 // spliced puts snippet's code in place of host's one marker line, leaving
 // out the comment lines the snippet opens with: they tell a reader what the

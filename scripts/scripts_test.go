@@ -3,6 +3,9 @@ package scripts
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,9 +33,16 @@ func TestSnippetSplice(t *testing.T) {
 		{fairPurgeLua, fairPurgeMarker, "while true do\n", "\nend\n", "local now = tonumber(ARGV[",
 			map[string]string{"fair_lock.lua": fairLockSrc, "fair_unlock.lua": fairUnlockSrc,
 				"fair_cancel.lua": fairCancelSrc, "fair_force_unlock.lua": fairForceUnlockSrc}},
-		{permitReclaimLua, permitReclaimMarker, "redis.replicate_commands()\n", "\nend\n", "local publish = ARGV[",
+		{permitReclaimLua, permitReclaimMarker, "redis.replicate_commands()\n", "\nend\n", "local pub = ARGV[",
 			map[string]string{"permit_acquire.lua": permitAcquireSrc, "permit_release.lua": permitReleaseSrc,
 				"permit_update.lua": permitUpdateSrc, "permit_available.lua": permitAvailableSrc}},
+		{publishLua, publishMarker, "local function publish(", "\nend\n", "",
+			map[string]string{"unlock.lua": unlockSrc, "force_unlock.lua": forceUnlockSrc, "fair_unlock.lua": fairUnlockSrc,
+				"fair_cancel.lua": fairCancelSrc, "fair_force_unlock.lua": fairForceUnlockSrc, "read_unlock.lua": readUnlockSrc,
+				"write_unlock.lua": writeUnlockSrc, "rw_force_unlock.lua": rwForceUnlockSrc, "semaphore_release.lua": semaphoreReleaseSrc,
+				"semaphore_set.lua": semaphoreSetSrc, "permit_acquire.lua": permitAcquireSrc, "permit_release.lua": permitReleaseSrc,
+				"permit_update.lua": permitUpdateSrc, "permit_available.lua": permitAvailableSrc,
+				"countdown_set.lua": countDownSetSrc, "countdown_down.lua": countDownDownSrc}},
 	} {
 		code := snippetCode(sn.snippet)
 		if !strings.HasPrefix(code, sn.starts) || !strings.HasSuffix(code, sn.ends) {
@@ -144,5 +154,27 @@ func TestFairScriptsPurge(t *testing.T) {
 				t.Errorf("deadlines = %q, want [next last]", dated)
 			}
 		})
+	}
+}
+
+// TestPublishOnlyThroughSnippet: no script publishes with redis.call, whose
+// error on a refused publish would end the script after its writes (see
+// publish.lua); every publish command goes through publish().
+func TestPublishOnlyThroughSnippet(t *testing.T) {
+	files, err := filepath.Glob("*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts found: %v", err)
+	}
+	direct := regexp.MustCompile(`redis\.call\((ARGV\[\d+\]|pub|publish),`)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if direct.MatchString(line) {
+				t.Errorf("%s:%d publishes with redis.call: %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
 	}
 }

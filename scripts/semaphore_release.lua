@@ -7,6 +7,7 @@
 -- ARGV[2]  the publish command
 --
 -- Returns the count now available; the same count is published.
+--[[publish]]
 local now = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], now)
+publish(ARGV[2], KEYS[2], now)
 return now

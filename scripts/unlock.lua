@@ -15,10 +15,8 @@
 -- was deleted and nothing published: ARGV[4] was "", or the server refused
 -- the command (an ACL user denied the channel or the command).
 --
--- The publish comes after the DEL, so it goes through redis.pcall: a refusal
--- raised as an error would end the script with the lock deleted but its
--- caller told of an error, and, run latched, with no record of the request
--- (latch.lua records the reply only when the body returns).
+-- A refused publish does not fail the release (see publish.lua).
+--[[publish]]
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
 end
@@ -28,11 +26,7 @@ if left > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-if ARGV[4] == '' then
-    return 4
+if publish(ARGV[4], KEYS[2], ARGV[1]) then
+    return 1
 end
-local sent = redis.pcall(ARGV[4], KEYS[2], ARGV[1])
-if type(sent) == 'table' and sent.err then
-    return 4
-end
-return 1
+return 4

@@ -11,6 +11,7 @@
 -- when its last write hold went: the lock is deleted, or, when the owner
 -- still has read holds (downgrade), set back to read mode. Both publish, so
 -- waiting readers on every client learn that reading is possible.
+--[[publish]]
 if redis.call('hget', KEYS[1], 'mode') ~= 'write' then
     return nil
 end
@@ -28,5 +29,5 @@ if redis.call('hlen', KEYS[1]) == 1 then
 else
     redis.call('hset', KEYS[1], 'mode', 'read')
 end
-redis.call(ARGV[4], KEYS[2], ARGV[1])
+publish(ARGV[4], KEYS[2], ARGV[1])
 return 1
