@@ -57,6 +57,22 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		r.faults.Slow(p)
 		r.sleepUntil(f.Start.Add(p.Dur))
 		r.faults.Unslow()
+	case FaultScriptFlush:
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		f.Detail = fmt.Sprintf("(err %v)", r.admin[p.Server].ScriptFlush(ctx).Err())
+		cancel()
+	case FaultDenyPublish:
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := r.admin[p.Server].Do(ctx, "acl", "setuser", "default", "-publish", "-spublish").Err()
+		cancel()
+		f.Detail = fmt.Sprintf("ACL default -publish -spublish (err %v)", err)
+		r.sleepUntil(f.Start.Add(p.Dur))
+		// Restored whatever happened meanwhile: the rest of the run needs it.
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+		if err := r.admin[p.Server].Do(ctx, "acl", "setuser", "default", "+publish", "+spublish").Err(); err != nil {
+			r.violate(VWorkload, fmt.Sprintf("fault injection: restoring PUBLISH on %s: %v", p.Server, err))
+		}
+		cancel()
 	case FaultKillPubSub, FaultKillNormal:
 		typ := "pubsub"
 		if p.Kind == FaultKillNormal {

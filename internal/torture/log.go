@@ -262,10 +262,20 @@ const (
 	// Clients that grants a short lease until after that lease ran out: the
 	// new holder's grant reaches the runtime when Redis no longer has it.
 	FaultLate
+	// FaultScriptFlush empties the server's script cache (SCRIPT FLUSH), as
+	// a switch to a replica that never loaded the scripts does: every
+	// EVALSHA in flight or next is answered NOSCRIPT.
+	FaultScriptFlush
+	// FaultDenyPublish refuses PUBLISH to every Client of the server for a
+	// while (an ACL rule on the default user), as managed services that
+	// restrict pub/sub do: every script that publishes meets the refusal
+	// after its writes, and waiters elsewhere hear nothing.
+	FaultDenyPublish
 	numFaultKinds
 )
 
-var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation", "block", "late-release"}
+var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation", "block", "late-release",
+	"script-flush", "deny-publish"}
 
 // String names the fault.
 func (k FaultKind) String() string {

@@ -268,6 +268,12 @@ func (r *runner) connectClients(where string, opts []lockactor.Option, newClient
 				wd = shortWatchdog
 			}
 			all := append(append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd)}, opts...), r.cfg.Options...)
+			if s.server == "A" && i == 0 {
+				// Its SpinLocks publish nothing (the quiet release path);
+				// the shared names' waiters of other kinds then wait for
+				// the lease, which liveness does not judge there.
+				all = append(all, lockactor.WithSpinPublish(false))
+			}
 			c, err := lockactor.New(rdb, all...)
 			if err != nil {
 				r.tb.Fatalf("torture: client %s%s: %v", name, where, err)

@@ -77,7 +77,7 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			// eight faults has the same mix, so no seed goes without hook
 			// windows (where most bugs show) or without a restart slot.
 			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart,
-				FaultBlock, FaultBlock, FaultBlock, FaultBlock, FaultLate, FaultLate}
+				FaultBlock, FaultBlock, FaultBlock, FaultBlock, FaultLate, FaultLate, FaultScriptFlush, FaultDenyPublish}
 			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
 		p := Planned{At: at, Kind: bag[0], Server: "A"}
@@ -126,6 +126,8 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			p.Server = "A"
 			p.Dur = between(4*time.Second, 8*time.Second)
 			p.Seed = rng.Uint64()
+		case FaultDenyPublish:
+			p.Dur = between(1*time.Second, 4*time.Second)
 		}
 		out = append(out, p)
 		// A restart itself takes up to a second or two; leave it room.
