@@ -32,7 +32,7 @@ func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
 	}
 	b := hb.b
 	sent := time.Now()
-	renew(k, m.Lease, func(ok bool, err error) {
+	renew(k, m.Lease, nil, func(ok bool, err error) {
 		b.post(&extended{m: m, h: h, sent: sent, ok: ok, err: err})
 	})
 }

@@ -69,3 +69,37 @@ func TestLockActor_HandleExtend(t *testing.T) {
 		}},
 	})
 }
+
+// TestLockActor_RenewalOfReleasedHold: a watchdog renewal still waiting for
+// its pipeline when its hold is released reports itself stale, so redisio
+// drops it unsent (a slow reply ahead of it can hold the pipeline past the
+// Unlock); while a reentrant hold remains, it stays wanted.
+func TestLockActor_RenewalOfReleasedHold(t *testing.T) {
+	run(t, KindLock, []scenario{
+		{name: "released while the renewal waits: stale", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			watchdogTick(),
+			expect("renew h", keep("r"), staleNow(false)),
+			unlock("u", "h"),
+			expect("unlock h", reply(released)),
+			answered("u", "gone"),
+			later("r", staleNow(true), done(true)),
+		}},
+		{name: "one of two reentrant holds released: still wanted", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("h2", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h2", "granted"),
+			watchdogTick(),
+			expect("renew h", keep("r")),
+			unlock("u", "h"),
+			expect("unlock h", reply(stillHeld)),
+			answered("u", "ok"),
+			later("r", staleNow(false), done(true)),
+		}},
+	})
+}

@@ -236,6 +236,6 @@ func (a *fairActor) cancelled(m *cancelled) {
 	a.cancels = append(a.cancels, c)
 }
 
-func (a *fairActor) renewOne(k holdKey, lease time.Duration, then func(bool, error)) {
-	a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease, then)
+func (a *fairActor) renewOne(k holdKey, lease time.Duration, stale func() bool, then func(bool, error)) {
+	a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease, stale, then)
 }

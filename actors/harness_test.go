@@ -278,6 +278,19 @@ func settleErr(err error) act {
 // subscriberCount answers a subscriber count with n.
 func subscriberCount(n int64) act { return func(_ *harness, c *call) { c.count(n, nil) } }
 
+// staleNow checks what a renewal's stale reports now: true once its hold
+// was released, so that redisio drops it if it has not left yet.
+func staleNow(want bool) act {
+	return func(h *harness, c *call) {
+		if got := c.stale != nil && c.stale(); got != want {
+			h.t.Errorf("%s: stale reports %v, want %v", c.what, got, want)
+		}
+	}
+}
+
+// watchdogTick runs the watchdog now.
+func watchdogTick() step { return func(h *harness) { h.send(&messages.RenewTick{}) } }
+
 // done answers a renewal or a cancel.
 func done(ok bool) act { return func(_ *harness, c *call) { c.flag(ok, nil) } }
 

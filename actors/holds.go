@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockactor/lockactor/messages"
@@ -22,9 +23,12 @@ type hold struct {
 	until     time.Time     // the latest Redis may keep it: that command's reply + its lease
 	token     uint64        // fencing token of a fenced lock's hold
 	renewing  bool          // a renewal is in flight
-	lost      chan struct{} // closed when the hold is found gone
-	loseOnce  sync.Once
-	at        *base // the actor: whom the loss is reported for
+	// dropped is set when the record forgets the hold (released or lost):
+	// a renewal of it still waiting for its pipeline is then not sent.
+	dropped  atomic.Bool
+	lost     chan struct{} // closed when the hold is found gone
+	loseOnce sync.Once
+	at       *base // the actor: whom the loss is reported for
 	// deadline closes lost when a watchdog hold's lease would run out with no
 	// renewal confirmed, even while the actor is stuck on a hung server.
 	deadline *time.Timer
@@ -150,6 +154,7 @@ func (hb *holdBook) drop(k holdKey, h *hold, lost bool) {
 		return
 	}
 	h.stopDeadline()
+	h.dropped.Store(true)
 	if lost {
 		h.lose()
 	}
@@ -236,7 +241,7 @@ func (hb *holdBook) renewAll(renew renewFunc) (lostAny bool) {
 		}
 		h.renewing = true
 		sent := time.Now()
-		renew(k, hb.watchdog, func(ok bool, err error) {
+		renew(k, hb.watchdog, h.dropped.Load, func(ok bool, err error) {
 			b.post(&renewed{k: k, h: h, sent: sent, ok: ok, err: err})
 		})
 	}
@@ -307,7 +312,7 @@ func (hb *holdBook) soon(d time.Duration) {
 // renewFunc sends a renewal of k's hold with lease to Redis; then receives
 // false when the hold is gone. then runs on another goroutine, or at once
 // when the renewal could not be sent.
-type renewFunc func(k holdKey, lease time.Duration, then func(bool, error))
+type renewFunc func(k holdKey, lease time.Duration, stale func() bool, then func(bool, error))
 
 // lose closes the Lost channel of m's hold and forgets it.
 func (hb *holdBook) lose(m *messages.Lose) {

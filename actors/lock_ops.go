@@ -350,6 +350,6 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 
 func (a *lockActor) retryOwed(o *owed, err error) { a.holdBook.retryOwed(&a.owed, o, err) }
 
-func (a *lockActor) renewOne(k holdKey, lease time.Duration, then func(bool, error)) {
-	a.scheme.renew(a, k, lease, then)
+func (a *lockActor) renewOne(k holdKey, lease time.Duration, stale func() bool, then func(bool, error)) {
+	a.scheme.renew(a, k, lease, stale, then)
 }

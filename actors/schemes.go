@@ -16,7 +16,7 @@ type scheme interface {
 	acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply
 	read(m *messages.Acquire, r redisio.Reply) (attempt, error)
 	release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration) redisio.Reply
-	renew(a *lockActor, k holdKey, lease time.Duration, then func(bool, error))
+	renew(a *lockActor, k holdKey, lease time.Duration, stale func() bool, then func(bool, error))
 	// handsOff reports whether a release can give the lock straight to the
 	// next local waiter (handoff.lua); handoff sends that script.
 	handsOff() bool
@@ -61,8 +61,8 @@ func (reentrant) release(a *lockActor, op redisio.Op, k holdKey, lease time.Dura
 	return a.rt.io.Unlock(a.rt.ctx, op, a.key.Name, k.owner, lease)
 }
 
-func (reentrant) renew(a *lockActor, k holdKey, lease time.Duration, then func(bool, error)) {
-	a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease, then)
+func (reentrant) renew(a *lockActor, k holdKey, lease time.Duration, stale func() bool, then func(bool, error)) {
+	a.rt.io.Renew(a.rt.ctx, a.key.Name, k.owner, lease, stale, then)
 }
 
 func (reentrant) handoff(a *lockActor, op redisio.Op, k holdKey, lease time.Duration, next *messages.Acquire, nextLease time.Duration) redisio.Reply {
@@ -124,6 +124,6 @@ func (rw) handoff(*lockActor, redisio.Op, holdKey, time.Duration, *messages.Acqu
 
 var errNoHandoff = errors.New("read-write locks do not hand off")
 
-func (rw) renew(a *lockActor, k holdKey, lease time.Duration, then func(bool, error)) {
-	a.rt.io.RWRenew(a.rt.ctx, a.key.Name, k.owner, k.mode == messages.Write, lease, then)
+func (rw) renew(a *lockActor, k holdKey, lease time.Duration, stale func() bool, then func(bool, error)) {
+	a.rt.io.RWRenew(a.rt.ctx, a.key.Name, k.owner, k.mode == messages.Write, lease, stale, then)
 }

@@ -25,14 +25,14 @@ type store interface {
 	UnlockQuiet(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	Untold(name string)
 	Handoff(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, next string, nextLease time.Duration) redisio.Reply
-	Renew(ctx context.Context, name, owner string, lease time.Duration, then func(bool, error))
+	Renew(ctx context.Context, name, owner string, lease time.Duration, stale func() bool, then func(bool, error))
 
 	// RedissonReadWriteLock.
 	ReadLock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	WriteLock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	ReadUnlock(ctx context.Context, op redisio.Op, name, owner string) redisio.Reply
 	WriteUnlock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
-	RWRenew(ctx context.Context, name, owner string, write bool, lease time.Duration, then func(bool, error))
+	RWRenew(ctx context.Context, name, owner string, write bool, lease time.Duration, stale func() bool, then func(bool, error))
 
 	// RedissonFairLock. FairCancel waits for its reply: only a stopping
 	// actor calls it.

@@ -38,6 +38,7 @@ type call struct {
 	then    func(redisio.Reply)
 	settled func(redisio.Settlement, redisio.Reply, error)
 	flag    func(bool, error)
+	stale   func() bool // a renewal's: whether it may still be dropped unsent
 	count   func(int64, error)
 	of      *call // a settlement: the call it settles
 }
@@ -91,8 +92,8 @@ func (f *fakeStore) Handoff(_ context.Context, op redisio.Op, _, o string, _ tim
 	return f.latched(op, "handoff "+owner(o)+">"+owner(next), 0)
 }
 
-func (f *fakeStore) Renew(_ context.Context, _, o string, _ time.Duration, then func(bool, error)) {
-	f.flagged("renew "+owner(o), then)
+func (f *fakeStore) Renew(_ context.Context, _, o string, _ time.Duration, stale func() bool, then func(bool, error)) {
+	f.calls <- &call{what: "renew " + owner(o), flag: then, stale: stale}
 }
 
 func (f *fakeStore) ReadLock(_ context.Context, op redisio.Op, _, o string, _ time.Duration) redisio.Reply {
@@ -111,8 +112,8 @@ func (f *fakeStore) WriteUnlock(_ context.Context, op redisio.Op, _, o string, _
 	return f.latched(op, "write_unlock "+owner(o), 0)
 }
 
-func (f *fakeStore) RWRenew(_ context.Context, _, o string, _ bool, _ time.Duration, then func(bool, error)) {
-	f.flagged("rw_renew "+owner(o), then)
+func (f *fakeStore) RWRenew(_ context.Context, _, o string, _ bool, _ time.Duration, stale func() bool, then func(bool, error)) {
+	f.calls <- &call{what: "rw_renew " + owner(o), flag: then, stale: stale}
 }
 
 func (f *fakeStore) FairLock(_ context.Context, op redisio.Op, _, o string, _, _ time.Duration, _ time.Time, _ bool) redisio.Reply {
@@ -233,6 +234,7 @@ func (f *fakeStore) count() int {
 var (
 	granted    = redisio.Reply{Err: redis.Nil} // lock.lua, fair_lock.lua: nil
 	released   = redisio.Reply{Val: int64(1)}
+	stillHeld  = redisio.Reply{Val: int64(0)} // unlock.lua: one of several holds released
 	handedOver = redisio.Reply{Val: int64(3)}
 	// unlock.lua: deleted, nothing published (none asked, or refused)
 	releasedQuiet = redisio.Reply{Val: int64(4)}

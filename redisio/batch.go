@@ -2,6 +2,7 @@ package redisio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -52,6 +53,10 @@ type batchCall struct {
 	key    string      // its first key: which slot, and so which master
 	argv   []any       // EVALSHA's arguments (see evalArgs)
 	then   func(Reply) // takes the reply; nil for a post
+	// stale, when set, reports that nobody wants the call any more (a
+	// renewal of a hold released since it was queued): it is checked as
+	// the call's pipeline leaves, and a stale call is not sent.
+	stale func() bool
 
 	retry // how often, and since when, it was sent again
 }
@@ -215,6 +220,9 @@ func (b *batcher) close(deadline time.Time) bool {
 // back) still reaches no caller. A call answered TRYAGAIN, MOVED or ASK is
 // sent again later (batch_retry.go).
 func (b *batcher) send(ctx context.Context, calls []*batchCall, round int) {
+	if calls = b.dropStale(calls); len(calls) == 0 {
+		return
+	}
 	b.resolvePublish(ctx, calls)
 	rdb := b.client()
 	t := b.c.targetAt(ctx, b.addr, rdb)
@@ -270,6 +278,27 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, round int) {
 	if len(again) > 0 {
 		b.send(ctx, again, round+1)
 	}
+}
+
+// ErrStale is the error of a call that was not sent because it had become
+// stale (see batchCall.stale).
+var ErrStale = errors.New("lockactor: call not sent: no longer wanted")
+
+// dropStale answers the calls that have become stale, without sending
+// them, and returns the others, in order (in calls' own array).
+func (b *batcher) dropStale(calls []*batchCall) []*batchCall {
+	kept := calls[:0]
+	for _, c := range calls {
+		if c.stale != nil && c.stale() {
+			if c.then != nil {
+				c.then(Reply{Err: notSent{ErrStale}})
+			}
+			continue
+		}
+		kept = append(kept, c)
+	}
+	clear(calls[len(kept):])
+	return kept
 }
 
 // mixedScripts is the set of scripts of the calls on slots that carry more

@@ -2,7 +2,9 @@ package redisio
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/lockactor/lockactor/internal/redistest"
 	"github.com/lockactor/lockactor/internal/tripcount"
+	"github.com/lockactor/lockactor/scripts"
 )
 
 // TestConcurrentScriptsShareRoundTrips: scripts that many actors send at
@@ -125,5 +128,109 @@ func TestNoScriptKeepsOrderOnOneSlot(t *testing.T) {
 	}
 	if got := rdb.LRange(ctx, "{alone}", 0, -1).Val(); len(got) != 1 {
 		t.Fatalf("the call answered NOSCRIPT ran %d times, want once", len(got))
+	}
+}
+
+// gateHook holds the first command or pipeline it sees until open is
+// closed, so that calls queue behind it, and records the keys the Renew
+// script was sent for.
+type gateHook struct {
+	once    sync.Once
+	held    chan struct{} // closed when the first command is being held
+	open    chan struct{}
+	mu      sync.Mutex
+	renewed []string
+}
+
+func (h *gateHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.see([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (h *gateHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.see(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (h *gateHook) see(cmds []redis.Cmder) {
+	for _, cmd := range cmds {
+		if a := cmd.Args(); len(a) > 3 && fmt.Sprint(a[1]) == scripts.Renew.Hash() {
+			h.mu.Lock()
+			h.renewed = append(h.renewed, fmt.Sprint(a[3]))
+			h.mu.Unlock()
+		}
+	}
+	h.once.Do(func() {
+		close(h.held)
+		<-h.open
+	})
+}
+
+// TestStaleRenewalIsNotSent: a renewal that waited for its pipeline
+// behind a slow one (a late reply holds the flusher) while its hold was
+// released is not sent: a hold is never renewed after its Unlock, even
+// when the release itself is still queued. A renewal still wanted goes.
+func TestStaleRenewalIsNotSent(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stale bool
+		want  bool // the renewal's reply
+		sent  bool // the script reached the server (and raised the TTL)
+	}{
+		{name: "released meanwhile", stale: true, want: false, sent: false},
+		{name: "still held", stale: false, want: true, sent: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.Client(t)
+			ctx := context.Background()
+			key := "stale-renewal"
+			if err := rdb.HSet(ctx, key, "owner", 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rdb.PExpire(ctx, key, 10*time.Second)
+			gate := &gateHook{held: make(chan struct{}), open: make(chan struct{})}
+			rdb.AddHook(gate)
+			c := NewConn(rdb, NewTopology(rdb, ShardOff, quiet), SyncPolicy{})
+			defer c.Close(time.Now().Add(time.Second))
+
+			// A first renewal of another key holds the flusher.
+			c.Renew(ctx, "other", "owner", time.Minute, nil, func(bool, error) {})
+			<-gate.held
+			var released atomic.Bool
+			type result struct {
+				ok  bool
+				err error
+			}
+			got := make(chan result, 1)
+			c.Renew(ctx, key, "owner", time.Minute, released.Load, func(ok bool, err error) { got <- result{ok, err} })
+			released.Store(tc.stale)
+			close(gate.open)
+
+			var r result
+			select {
+			case r = <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the renewal was never answered")
+			}
+			if r.ok != tc.want || (r.err != nil) != tc.stale || (tc.stale && !errors.Is(r.err, ErrStale)) {
+				t.Fatalf("renewal answered (%v, %v), want ok=%v and an ErrStale error=%v", r.ok, r.err, tc.want, tc.stale)
+			}
+			gate.mu.Lock()
+			sent := slices.Contains(gate.renewed, key)
+			gate.mu.Unlock()
+			if sent != tc.sent {
+				t.Fatalf("renewal script sent for %q: %v, want %v", key, sent, tc.sent)
+			}
+			if ttl := rdb.PTTL(ctx, key).Val(); (ttl > 10*time.Second) != tc.sent {
+				t.Fatalf("key's TTL is %v after the renewal; want it raised to the minute: %v", ttl, tc.sent)
+			}
+		})
 	}
 }

@@ -54,7 +54,7 @@ func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Durati
 func (c *Conn) FairCancelThen(ctx context.Context, name, owner string, w time.Duration, now time.Time, then func(bool, error)) {
 	keys := append(c.fairKeys(name), LockChannel(name))
 	pub := c.publishArg()
-	c.submitFlag(ctx, then, scripts.FairCancel, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli())
+	c.submitFlag(ctx, nil, then, scripts.FairCancel, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli())
 }
 
 // FairForceUnlock deletes the lock whoever holds it and wakes the queue's

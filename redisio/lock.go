@@ -66,9 +66,11 @@ func (c *Conn) Handoff(ctx context.Context, op Op, name, owner string, lease tim
 // Renew re-applies lease while owner still holds the lock, without waiting:
 // then receives true, or false when owner no longer holds it (on another
 // goroutine; it must not block). Renewals from every actor go out together
-// (batcher), in order with the name's other scripts.
-func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration, then func(bool, error)) {
-	c.submitFlag(ctx, then, scripts.Renew, []string{name}, ms(lease), owner)
+// (batcher), in order with the name's other scripts. A renewal for which
+// stale (if not nil) reports true by the time its pipeline leaves is not
+// sent: its hold was released meanwhile, and then gets ErrStale.
+func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duration, stale func() bool, then func(bool, error)) {
+	c.submitFlag(ctx, stale, then, scripts.Renew, []string{name}, ms(lease), owner)
 }
 
 // submitFlag queues a script whose reply is 1 (done: renewed, cancelled) or 0
@@ -76,7 +78,7 @@ func (c *Conn) Renew(ctx context.Context, name, owner string, lease time.Duratio
 // when the script cannot be queued. A 1 that too few replicas confirmed
 // (with replica sync on) is an error matching ErrNotReplicated: a failover
 // may lose it, so a renewal confirms no lease and a cancel is sent again.
-func (c *Conn) submitFlag(ctx context.Context, then func(bool, error), s *redis.Script, keys []string, args ...any) {
+func (c *Conn) submitFlag(ctx context.Context, stale func() bool, then func(bool, error), s *redis.Script, keys []string, args ...any) {
 	b, err := c.batcherFor(ctx, keys[0])
 	if err != nil {
 		then(false, err)
@@ -90,7 +92,9 @@ func (c *Conn) submitFlag(ctx context.Context, then func(bool, error), s *redis.
 		}
 		then(n == 1, err)
 	}
-	if !b.submit(ctx, read, s, keys, args...) {
+	call := newCall(ctx, s, keys, args, read)
+	call.stale = stale
+	if !b.queue(call) {
 		then(false, ErrClosed)
 	}
 }

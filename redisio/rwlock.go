@@ -48,14 +48,15 @@ func (c *Conn) WriteUnlock(ctx context.Context, op Op, name, owner string, lease
 }
 
 // RWRenew renews owner's read holds (write false) or write holds (write
-// true), without waiting: then receives the outcome as Renew's does.
-func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, lease time.Duration, then func(bool, error)) {
+// true), without waiting: then receives the outcome as Renew's does, and
+// stale works as there.
+func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, lease time.Duration, stale func() bool, then func(bool, error)) {
 	field, holdKeys := owner, "1"
 	if write {
 		field, holdKeys = WriteField(owner), "0"
 	}
 	keys := []string{name, RWHoldPrefix(name, owner)}
-	c.submitFlag(ctx, then, scripts.RWRenew, keys, ms(lease), field, holdKeys)
+	c.submitFlag(ctx, stale, then, scripts.RWRenew, keys, ms(lease), field, holdKeys)
 }
 
 // RWForceUnlock deletes the lock if it is held in mode ("read" or "write").
