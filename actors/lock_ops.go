@@ -257,8 +257,8 @@ func (r *lockRelease) fail(err error) {
 
 // handoffTarget is the waiter o's release may hand the lock to in the same
 // script, or nil: only an owner's last exclusive hold, to another owner's
-// exclusive request, within a run of HandoffRun (a run goes on while no
-// other connection listens on the lock's channel).
+// exclusive request (one that owes no release), within a run of HandoffRun
+// (a run goes on while no other connection listens on the lock's channel).
 func (a *lockActor) handoffTarget(o *owed) *messages.Acquire {
 	if !a.scheme.handsOff() || !o.last || o.k.mode != messages.Exclusive {
 		return nil
@@ -270,7 +270,10 @@ func (a *lockActor) handoffTarget(o *owed) *messages.Acquire {
 		a.handoffs = 0 // nobody else listens: the run goes on
 	}
 	head := a.waiters.front()
-	if head == nil || head.Owner == o.k.owner || head.Mode != messages.Exclusive {
+	if head == nil || head.Owner == o.k.owner || head.Mode != messages.Exclusive || a.owed.owes(head.Owner) {
+		// An owner that owes a release takes nothing until Redis has it:
+		// its hash field is the same for both holds, so the owed release
+		// would free the lock handed to it.
 		return nil
 	}
 	return head

@@ -106,6 +106,27 @@ func TestLockActor_Handoff(t *testing.T) {
 // (item 6).
 func TestLockActor_OwedRelease(t *testing.T) {
 	run(t, KindLock, []scenario{
+		{name: "a hand-off passes over an owner that owes a release", steps: holding(
+			unlock("u", "h"),
+			expect("unlock h", fail(errBusy)),
+			expect("unlock h", fail(errBusy)),
+			answered("u", failed(errBusy)),
+			expect("unlock h", fail(errBusy)),
+			expect("unlock h", fail(errBusy)),
+			expect("unlock h", fail(errBusy)), // the next try is 320ms away
+			tryLock("x", "x", long),
+			expect("lock x", reply(granted)),
+			answered("x", "granted"),
+			lock("h2", "h", long), // queued behind x
+			unlock("ux", "x"),
+			// Handed to h, the lock would then be freed by h's owed
+			// release, with h2 told it holds it.
+			expect("unlock x", reply(released)), // not "handoff x>h"
+			answered("ux", "gone"),
+			expect("unlock h", reply(released)),
+			expect("lock h", reply(granted)),
+			answered("h2", "granted"),
+		)},
 		{name: "a re-lock of the owner waits for its owed release", steps: holding(
 			unlock("u", "h"),
 			expect("unlock h", keep("rel")),
