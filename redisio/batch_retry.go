@@ -12,8 +12,8 @@ import (
 // that it will run if asked again a little later, on the master that owns
 // its slot then:
 //   - TRYAGAIN: its slot is being migrated and its keys are not all on one
-//     side (a lock's channel key never exists, so every lock script on a
-//     migrating slot gets it). Redisson retries it too.
+//     side (a script that declares its name's channel, which never exists
+//     as a key, always gets it there). Redisson retries it too.
 //   - MOVED / ASK: the slot has moved to another master, or is moving. The
 //     call must not be re-run through the cluster client: that sends no
 //     WAIT after it. It goes to its new master's batcher, WAIT and all,

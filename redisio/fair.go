@@ -25,7 +25,9 @@ func (c *Conn) FairLock(ctx context.Context, op Op, name, owner string, lease, w
 	if tryOnly {
 		once = "1"
 	}
-	keys := []string{name, FairQueue(name), FairTimeouts(name), op.Latch}
+	// The channel, which never exists as a key, keeps the script from
+	// starting on a migrating slot (see fair_lock.lua).
+	keys := []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name), op.Latch}
 	return c.runLatched(ctx, op, scripts.Latched.FairLock, keys, ms(lease), owner, ms(w), now.UnixMilli(), once, op.Seq, op.keepMS())
 }
 

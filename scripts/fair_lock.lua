@@ -3,6 +3,12 @@
 -- KEYS[1]  the lock hash: field <owner> -> hold count
 -- KEYS[2]  the queue, redisson_lock_queue:{name}: list of waiting owners
 -- KEYS[3]  the deadlines, redisson_lock_timeout:{name}: zset owner -> epoch ms
+-- KEYS[4]  the lock's channel, redisson_lock__channel:{name}: never read. It
+--          never exists as a key, so on a Cluster slot being migrated the
+--          script is refused whole (TRYAGAIN) rather than started: there a
+--          command on a key the same run has emptied (the purge may empty
+--          the queue, then read it) aborts the script after the writes
+--          before it took effect.
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner
 -- ARGV[3]  W: how long a waiter stays queued without retrying, ms

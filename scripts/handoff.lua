@@ -20,7 +20,14 @@ if left > 0 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
 end
-redis.call('hdel', KEYS[1], ARGV[2])
+-- The next owner's field goes in before the releasing owner's comes out, so
+-- that the hash never empties: on a Cluster slot being migrated, a write to
+-- a key that the same run has just deleted aborts the script there, after
+-- the deletion took effect (the lock would be left free, with nothing in
+-- the latch to tell a retry).
 redis.call('hset', KEYS[1], ARGV[3], 1)
+if ARGV[3] ~= ARGV[2] then
+    redis.call('hdel', KEYS[1], ARGV[2])
+end
 redis.call('pexpire', KEYS[1], ARGV[4])
 return 3

@@ -106,8 +106,8 @@ func TestFairScriptsPurge(t *testing.T) {
 		argv    func(now string) []any
 		wantNil bool // the script answers nil
 	}{
-		{"fair_lock", FairLock, false, 3, func(now string) []any { return []any{lease, "x", w, now, "1"} }, false},
-		{"fair_lock latched", Latched.FairLock, true, 3, func(now string) []any { return []any{lease, "x", w, now, "1"} }, false},
+		{"fair_lock", FairLock, false, 4, func(now string) []any { return []any{lease, "x", w, now, "1"} }, false},
+		{"fair_lock latched", Latched.FairLock, true, 4, func(now string) []any { return []any{lease, "x", w, now, "1"} }, false},
 		{"fair_unlock", FairUnlock, false, 4, func(now string) []any { return []any{"0", lease, "x", now, "publish"} }, true},
 		{"fair_unlock latched", Latched.FairUnlock, true, 4, func(now string) []any { return []any{"0", lease, "x", now, "publish"} }, false},
 		{"fair_cancel", FairCancel, false, 4, func(now string) []any { return []any{"x", w, "0", "publish", now} }, false},
