@@ -3,7 +3,10 @@ package lockactor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,5 +173,79 @@ func TestClusterFrozenMasterDelaysOnlyItsNames(t *testing.T) {
 	case <-holds[0].Lost():
 	default:
 		t.Errorf("%s, on the frozen master, did not see Lost after its lease ran out unconfirmed", names[0])
+	}
+}
+
+// TestClusterHandoffDuringMigration: a holder releases while its slot is
+// MIGRATING and a waiter of its own Client is queued, so the release hands
+// the lock over in one script. That script used to delete the hash (its
+// only field) before writing the next owner's, and the source node aborts
+// a script at a write to a key it no longer has: the lock was left free,
+// the holder's Unlock said ErrNotHeld, and a waiter of another Client could
+// take the lock from the one just handed it. Unlock must succeed, and no
+// two owners may hold at once.
+func TestClusterHandoffDuringMigration(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t, 3)
+	a := newClient(t, cl.Client(t), lockactor.WithWatchdogTimeout(2*time.Second))
+	b := newClient(t, cl.Client(t), lockactor.WithWatchdogTimeout(2*time.Second))
+	var inside, overlaps atomic.Int32
+	enter := func() {
+		if inside.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		time.Sleep(2 * time.Millisecond)
+		inside.Add(-1)
+	}
+	for round := range 3 {
+		name := fmt.Sprintf("{handoff-migrating-%d}", round)
+		ctx := ctxFor(t, 20*time.Second)
+		holder := a.Lock(name)
+		if err := holder.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		inside.Add(1)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, c := range []*lockactor.Client{a, b, b} { // one local waiter: the hand-off's target
+			l := c.Lock(name)
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+					err := l.Lock(wctx, lockactor.WithLease(5*time.Second))
+					cancel()
+					if err == nil {
+						enter()
+						if err := l.Unlock(ctx); err != nil {
+							t.Errorf("waiter's Unlock: %v", err)
+						}
+					}
+				}
+			})
+		}
+		time.Sleep(200 * time.Millisecond) // the waiters queue
+		finish := cl.BeginSlotMove(t, name, otherMaster(t, cl, name))
+		time.Sleep(300 * time.Millisecond)
+		inside.Add(-1)
+		unlocked := make(chan error, 1)
+		go func() { unlocked <- holder.Unlock(ctx) }()
+		time.Sleep(300 * time.Millisecond)
+		if err := finish(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-unlocked; err != nil {
+			t.Errorf("round %d: the holder's Unlock during the migration: %v", round, err)
+		}
+		time.Sleep(300 * time.Millisecond) // the waiters take turns on the new master
+		close(stop)
+		wg.Wait()
+	}
+	if n := overlaps.Load(); n > 0 {
+		t.Fatalf("%d entries found another owner inside", n)
 	}
 }
