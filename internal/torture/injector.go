@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/lockactor/lockactor/internal/redistest"
 )
 
 // inject runs the fault schedule: each planned fault at its offset from
@@ -62,6 +64,10 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		f.Detail = fmt.Sprintf("(err %v)", r.admin[p.Server].ScriptFlush(ctx).Err())
 		cancel()
 	case FaultDenyPublish:
+		if t, ok := r.cfg.Topology.(interface{ allNodes() []*redistest.Server }); ok {
+			f.Detail = denyPublish(r, t.allNodes, p.Dur)
+			break
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := r.admin[p.Server].Do(ctx, "acl", "setuser", "default", "-publish", "-spublish").Err()
 		cancel()

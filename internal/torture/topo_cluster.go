@@ -43,7 +43,10 @@ type clusterTopo struct {
 //   - in runs of 3 minutes or more, one master down for 70s, longer than
 //     go-redis keeps a gone node's client, then back, and made master again
 //     (a Client must use the node's new client);
-//   - CLIENT KILL of every connection on every node, and hook windows.
+//   - CLIENT KILL of every connection on every node, and hook windows;
+//   - SPUBLISH and PUBLISH refused by every node for 1-4s (an ACL rule on
+//     the default user), strict: every script publishes after its writes,
+//     and a refused publish must change nothing else.
 func ClusterTopology(cl *redistest.Cluster) Topology { return &clusterTopo{cl: cl} }
 
 func (c *clusterTopo) name() string { return "cluster" }
@@ -62,6 +65,9 @@ func (c *clusterTopo) options() []lockactor.Option {
 
 func (c *clusterTopo) replica() *redistest.Server { return nil }
 
+// allNodes is every node, for faults applied to each (FaultDenyPublish).
+func (c *clusterTopo) allNodes() []*redistest.Server { return c.cl.Nodes() }
+
 // nodeDownFor is how long FaultNodeDown keeps its node down: past the
 // minute after which go-redis closes a gone node's client.
 const nodeDownFor = 70 * time.Second
@@ -74,6 +80,7 @@ func (c *clusterTopo) plan(seed int64, d time.Duration, clients map[string]int) 
 		{FaultStopMaster, 1, 200 * time.Millisecond, 800 * time.Millisecond},
 		{FaultClientKill, 1, 100 * time.Millisecond, 100 * time.Millisecond},
 		{FaultHook, 1, 500 * time.Millisecond, 2 * time.Second},
+		{FaultDenyPublish, 1, time.Second, 4 * time.Second},
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x646f776e))
 	// A short run gets one crash failover, half-way; a long one has them
