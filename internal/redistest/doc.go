@@ -34,7 +34,9 @@
 // is a master and a replica, cheap enough for one per round
 // ([StartReplicatedLinked] routes the replication link through a Proxy so
 // a replica can really lag); [StartSentinel] adds three sentinels with
-// graceful and crash failover; [StartClusterReplicas] is a cluster whose
+// graceful and crash failover ([StartSentinelReplicas]: with n replicas,
+// which the sentinels re-point at whichever they promote);
+// [StartClusterReplicas] is a cluster whose
 // masters have a replica each, with [Cluster.Failover] and
 // [Cluster.MoveSlot].
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,12 +26,14 @@ const (
 	sentinelPoll        = 20 * time.Millisecond
 )
 
-// Sentinel is a Redis Sentinel deployment started by StartSentinel: two data
-// servers (one master, one replica) monitored by three sentinels under
-// MasterName with quorum 2. Which data server is master changes with
-// Failover and CrashFailover; Master and Replica ask the sentinels.
+// Sentinel is a Redis Sentinel deployment started by StartSentinel (two data
+// servers: one master, one replica) or StartSentinelReplicas (a master and
+// n replicas), monitored by three sentinels under MasterName with quorum 2.
+// Which data server is master changes with Failover and CrashFailover;
+// Master, Replica and Replicas ask the sentinels.
 type Sentinel struct {
-	pair      *Replicated // the data servers as started (Servers)
+	pair      *Replicated // the first two data servers as started (Servers)
+	extra     []*Server   // further replicas as started (StartSentinelReplicas)
 	sentinels []*Server
 }
 
@@ -47,29 +50,38 @@ type Sentinel struct {
 // LOCKACTOR_REQUIRE_REDIS=1 and skips it otherwise.
 func StartSentinel(tb testing.TB, extraArgs ...string) *Sentinel {
 	tb.Helper()
+	return startSentinelTB(tb, "StartSentinel", 1, extraArgs)
+}
+
+func startSentinelTB(tb testing.TB, what string, replicas int, extraArgs []string) *Sentinel {
+	tb.Helper()
 	paths, ok := needTools(tb, "Redis Sentinel", "redis-server")
 	if !ok {
 		return nil
 	}
 	dir := tb.TempDir()
 	start := time.Now()
-	s, err := startSentinel(paths[0], dir, extraArgs)
+	s, err := startSentinel(paths[0], dir, replicas, extraArgs)
 	if err != nil {
-		tb.Fatalf("redistest: StartSentinel: %v", err)
+		tb.Fatalf("redistest: %s: %v", what, err)
 		return nil
 	}
 	tb.Cleanup(s.Stop)
-	tb.Logf("redistest: sentinel deployment ready in %v: master %s, replica %s, sentinels %v",
-		time.Since(start).Round(time.Millisecond), s.pair.master.Addr(), s.pair.replica.Addr(), s.Addrs())
+	tb.Logf("redistest: sentinel deployment ready in %v: master %s, replicas %v, sentinels %v",
+		time.Since(start).Round(time.Millisecond), s.pair.master.Addr(), addrsOf(s.Servers()[1:]), s.Addrs())
 	return s
 }
 
-func startSentinel(bin, dir string, extraArgs []string) (*Sentinel, error) {
+func startSentinel(bin, dir string, replicas int, extraArgs []string) (*Sentinel, error) {
 	pair, err := startReplicated(bin, dir, extraArgs, nil)
 	if err != nil {
 		return nil, err
 	}
 	s := &Sentinel{pair: pair}
+	if err := s.startExtraReplicas(bin, dir, replicas-1, extraArgs); err != nil {
+		s.Stop()
+		return nil, err
+	}
 	sdir := filepath.Join(dir, "sentinel")
 	if err := os.Mkdir(sdir, 0o755); err != nil {
 		s.Stop()
@@ -117,8 +129,11 @@ func (s *Sentinel) Addrs() []string { return addrsOf(s.sentinels) }
 // slice is a copy.
 func (s *Sentinel) Sentinels() []*Server { return append([]*Server(nil), s.sentinels...) }
 
-// Servers returns the two data servers, the one started as master first.
-func (s *Sentinel) Servers() []*Server { return []*Server{s.pair.master, s.pair.replica} }
+// Servers returns the data servers in the order they were started, the one
+// started as master first. The slice is a copy.
+func (s *Sentinel) Servers() []*Server {
+	return append([]*Server{s.pair.master, s.pair.replica}, s.extra...)
+}
 
 // FailoverClient returns a go-redis client made by redis.NewFailoverClient
 // with MasterName and the sentinels' Addrs; configure, if not nil, may change
@@ -161,17 +176,29 @@ func (s *Sentinel) Master() *Server {
 	return nil
 }
 
-// Replica returns the data server that is not Master, or nil if Master is.
-func (s *Sentinel) Replica() *Server { return s.other(s.Master()) }
-
-func (s *Sentinel) other(m *Server) *Server {
-	switch m {
-	case s.pair.master:
-		return s.pair.replica
-	case s.pair.replica:
-		return s.pair.master
+// Replica returns the first data server (in Servers order) that is not
+// Master, or nil if Master is. With one replica it is the data server that
+// is not Master.
+func (s *Sentinel) Replica() *Server {
+	if rs := s.Replicas(); len(rs) > 0 {
+		return rs[0]
 	}
 	return nil
+}
+
+// Replicas returns the data servers that are not Master, in Servers order,
+// or nil if Master is.
+func (s *Sentinel) Replicas() []*Server { return s.others(s.Master()) }
+
+// others is every data server but m, in Servers order; nil when m is not
+// one of them.
+func (s *Sentinel) others(m *Server) []*Server {
+	all := s.Servers()
+	i := slices.Index(all, m)
+	if m == nil || i < 0 {
+		return nil
+	}
+	return slices.Delete(all, i, i+1)
 }
 
 // masterVia asks sentinel n for the master's address and maps it to a data
@@ -206,6 +233,7 @@ func (s *Sentinel) byPort(port string) *Server {
 // StartSentinel's tb.Cleanup calls.
 func (s *Sentinel) Stop() {
 	haltAll(s.sentinels...)
+	haltAll(s.extra...)
 	s.pair.Stop()
 }
 

@@ -11,16 +11,18 @@ import (
 
 // Failover waits until the deployment is stable (see WaitStable), sends
 // SENTINEL FAILOVER <MasterName> to a sentinel (again while it answers
-// NOGOODSLAVE) and waits until every answering sentinel names the former
-// replica as master and the former master as its replica with the link up,
-// and the servers say the same (INFO replication). It returns the new master
-// and fails the test if that does not happen within 30s.
+// NOGOODSLAVE) and waits until every answering sentinel names a former
+// replica as master (with one replica, the replica; with more, the one the
+// sentinels picked) and every other data server as its replica with the
+// link up, and the servers say the same (INFO replication). It returns the
+// new master and fails the test if that does not happen within 30s.
 //
 // Once the sentinels report the promotion, Failover itself sends the old
 // master REPLICAOF <new master>: the sentinels would send the same, but only
 // 8s after they first see it still claiming to be master, on an INFO they
 // send a replica every 10s, so waiting for them made a Failover take ~21s
-// instead of ~1-2s.
+// instead of ~1-2s. Other replicas are re-pointed by the sentinels
+// themselves, as part of the failover.
 func (s *Sentinel) Failover(tb testing.TB) *Server {
 	tb.Helper()
 	old, err := s.waitStable(sentinelFailoverMax, nil, false)
@@ -28,7 +30,6 @@ func (s *Sentinel) Failover(tb testing.TB) *Server {
 		tb.Fatalf("redistest: Sentinel.Failover: not stable before: %v", err)
 		return nil
 	}
-	want := s.other(old)
 	start := time.Now()
 	err = poll("SENTINEL FAILOVER accepted", sentinelFailoverMax, sentinelPoll, func(ctx context.Context) error {
 		var errs []error
@@ -49,8 +50,9 @@ func (s *Sentinel) Failover(tb testing.TB) *Server {
 		}
 		return errors.Join(append(errs, errors.New("no sentinel accepted SENTINEL FAILOVER"))...)
 	})
+	var want *Server
 	if err == nil {
-		err = s.waitPromoted(sentinelFailoverMax, want)
+		want, err = s.waitPromoted(sentinelFailoverMax, old)
 	}
 	promoted := time.Since(start)
 	if err == nil {
@@ -60,7 +62,7 @@ func (s *Sentinel) Failover(tb testing.TB) *Server {
 		_, err = s.waitStable(sentinelFailoverMax, want, false)
 	}
 	if err != nil {
-		tb.Fatalf("redistest: Sentinel.Failover from %s to %s: %v", old.Addr(), want.Addr(), err)
+		tb.Fatalf("redistest: Sentinel.Failover from %s to one of %v: %v", old.Addr(), addrsOf(s.others(old)), err)
 		return nil
 	}
 	tb.Logf("redistest: sentinel failover from %s to %s: promoted in %v, old master replicating in %v",
@@ -69,8 +71,9 @@ func (s *Sentinel) Failover(tb testing.TB) *Server {
 }
 
 // CrashFailover waits until the deployment is stable, kills the master
-// (SIGKILL) and waits until every answering sentinel names the replica as
-// master, with its failover finished, and the replica reports role:master.
+// (SIGKILL) and waits until every answering sentinel names a replica as
+// master (the one replica, or the one they picked), with its failover
+// finished, and that replica reports role:master.
 // It returns the new master and fails the test if that does not happen
 // within 30s. The old master stays down; after its Restart (it comes back
 // empty, as a master) the sentinels turn it into a replica, which WaitStable
@@ -82,11 +85,11 @@ func (s *Sentinel) CrashFailover(tb testing.TB) *Server {
 		tb.Fatalf("redistest: Sentinel.CrashFailover: not stable before: %v", err)
 		return nil
 	}
-	want := s.other(old)
 	start := time.Now()
 	old.Kill(tb)
-	if err := s.waitPromoted(sentinelFailoverMax, want); err != nil {
-		tb.Fatalf("redistest: Sentinel.CrashFailover from %s to %s: %v", old.Addr(), want.Addr(), err)
+	want, err := s.waitPromoted(sentinelFailoverMax, old)
+	if err != nil {
+		tb.Fatalf("redistest: Sentinel.CrashFailover from %s to one of %v: %v", old.Addr(), addrsOf(s.others(old)), err)
 		return nil
 	}
 	tb.Logf("redistest: sentinel crash failover from %s to %s in %v", old.Addr(), want.Addr(), time.Since(start).Round(time.Millisecond))
@@ -95,9 +98,9 @@ func (s *Sentinel) CrashFailover(tb testing.TB) *Server {
 
 // WaitStable waits (at most 30s) until every answering sentinel names the
 // same data server as master with flags "master" only (no failover in
-// progress), knows the two other sentinels and lists the other data server
-// as a replica (flags "slave" only), and the servers' INFO replication
-// agrees, the replica's link being up. It returns the master, and fails the
+// progress), knows the two other sentinels and lists every other data
+// server as a replica (flags "slave" only), and the servers' INFO
+// replication agrees, every replica's link to that master being up. It returns the master, and fails the
 // test otherwise. After Restart of a crashed master (which comes back as an
 // empty master) the sentinels take 10-20s to make it a replica again.
 func (s *Sentinel) WaitStable(tb testing.TB) *Server {
@@ -110,20 +113,29 @@ func (s *Sentinel) WaitStable(tb testing.TB) *Server {
 	return m
 }
 
-// waitPromoted polls until every answering sentinel reports want as the
-// master with flags "master" only, and want reports role:master.
-func (s *Sentinel) waitPromoted(timeout time.Duration, want *Server) error {
-	return poll("sentinels promote "+want.Addr(), timeout, sentinelPoll, func(ctx context.Context) error {
+// waitPromoted polls until every answering sentinel reports the same data
+// server other than old as the master with flags "master" only, and that
+// server reports role:master; it returns that server.
+func (s *Sentinel) waitPromoted(timeout time.Duration, old *Server) (*Server, error) {
+	var promoted *Server
+	err := poll("sentinels promote a replica of "+old.Addr(), timeout, sentinelPoll, func(ctx context.Context) error {
+		promoted = nil
 		if err := s.eachSentinel(ctx, func(n *Server, m map[string]string) error {
-			if m["port"] != strconv.Itoa(want.Port()) || m["flags"] != "master" {
+			d := s.byPort(m["port"])
+			switch {
+			case d == nil || d == old || m["flags"] != "master":
 				return fmt.Errorf("sentinel %s: master port %s flags %s", n.Addr(), m["port"], m["flags"])
+			case promoted != nil && d != promoted:
+				return fmt.Errorf("sentinels disagree: %s and %s", promoted.Addr(), d.Addr())
 			}
+			promoted = d
 			return nil
 		}); err != nil {
 			return err
 		}
-		return wantRole(ctx, want, "master", nil)
+		return wantRole(ctx, promoted, "master", nil)
 	})
+	return promoted, err
 }
 
 // waitStable polls stable until it holds (with want as master, if not nil)
@@ -139,7 +151,7 @@ func (s *Sentinel) waitStable(timeout time.Duration, want *Server, linkSeen bool
 }
 
 // stable is one check of WaitStable's condition.
-// With linkSeen, the sentinels must also have seen the replica's link up.
+// With linkSeen, the sentinels must also have seen every replica's link up.
 func (s *Sentinel) stable(ctx context.Context, want *Server, linkSeen bool) (*Server, error) {
 	var master *Server
 	err := s.eachSentinel(ctx, func(n *Server, m map[string]string) error {
@@ -157,26 +169,7 @@ func (s *Sentinel) stable(ctx context.Context, want *Server, linkSeen bool) (*Se
 			return fmt.Errorf("sentinels disagree: %s and %s", master.Addr(), d.Addr())
 		}
 		master = d
-		sc := sentinelClient(n.Addr())
-		defer sc.Close()
-		reps, err := sc.Replicas(ctx, sentinelMasterName).Result()
-		if err != nil {
-			return fmt.Errorf("sentinel %s: SENTINEL REPLICAS: %w", n.Addr(), err)
-		}
-		other := s.other(d)
-		for _, r := range reps {
-			if r["port"] == strconv.Itoa(other.Port()) {
-				// The sentinels' view of a replica's link comes from an INFO
-				// they send every 10s; after a failover it is stale that long.
-				// The replica's own INFO (below) is checked instead.
-				if r["flags"] != "slave" || (linkSeen && (r["master-link-status"] != "ok" || r["master-port"] != m["port"])) {
-					return fmt.Errorf("sentinel %s: replica %s flags %s master-link-status %s master-port %s",
-						n.Addr(), other.Addr(), r["flags"], r["master-link-status"], r["master-port"])
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("sentinel %s: %s is not among the %d replicas", n.Addr(), other.Addr(), len(reps))
+		return s.listsReplicas(ctx, n, d, m["port"], linkSeen)
 	})
 	if err != nil {
 		return nil, err
@@ -184,7 +177,42 @@ func (s *Sentinel) stable(ctx context.Context, want *Server, linkSeen bool) (*Se
 	if err := wantRole(ctx, master, "master", nil); err != nil {
 		return nil, err
 	}
-	return master, wantRole(ctx, s.other(master), "slave", master)
+	for _, r := range s.others(master) {
+		if err := wantRole(ctx, r, "slave", master); err != nil {
+			return nil, err
+		}
+	}
+	return master, nil
+}
+
+// listsReplicas checks that sentinel n lists every data server but master
+// (whose port is masterPort) as a replica with flags "slave" only; with
+// linkSeen, also with its link to master up.
+func (s *Sentinel) listsReplicas(ctx context.Context, n, master *Server, masterPort string, linkSeen bool) error {
+	sc := sentinelClient(n.Addr())
+	defer sc.Close()
+	reps, err := sc.Replicas(ctx, sentinelMasterName).Result()
+	if err != nil {
+		return fmt.Errorf("sentinel %s: SENTINEL REPLICAS: %w", n.Addr(), err)
+	}
+next:
+	for _, other := range s.others(master) {
+		for _, r := range reps {
+			if r["port"] != strconv.Itoa(other.Port()) {
+				continue
+			}
+			// The sentinels' view of a replica's link comes from an INFO
+			// they send every 10s; after a failover it is stale that long.
+			// The replica's own INFO (stable) is checked instead.
+			if r["flags"] != "slave" || (linkSeen && (r["master-link-status"] != "ok" || r["master-port"] != masterPort)) {
+				return fmt.Errorf("sentinel %s: replica %s flags %s master-link-status %s master-port %s",
+					n.Addr(), other.Addr(), r["flags"], r["master-link-status"], r["master-port"])
+			}
+			continue next
+		}
+		return fmt.Errorf("sentinel %s: %s is not among the %d replicas", n.Addr(), other.Addr(), len(reps))
+	}
+	return nil
 }
 
 // eachSentinel runs SENTINEL MASTER <name> on every answering sentinel and
