@@ -47,6 +47,12 @@ type Hook struct {
 	Name    string // "A1", ...
 	Faults  *Faults
 	OnRenew func(Renewal)
+	// OnRenewReply, if not nil, receives every renewal the server answered
+	// 1 with what the WAIT sent with it counted (see RenewReply).
+	OnRenewReply func(RenewReply)
+	// Sent, if not nil, counts the grant and renewal scripts that went out
+	// with and without a WAIT.
+	Sent *SyncTally
 }
 
 var _ redis.Hook = (*Hook)(nil)
@@ -83,9 +89,8 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // window first, then a hook window's draw) and sends them with send, or
 // not, accordingly.
 func (h *Hook) fault(cmds []redis.Cmder, send func() error) error {
-	for _, cmd := range cmds {
-		h.observe(cmd)
-	}
+	renewals := h.observe(cmds)
+	h.Sent.count(cmds)
 	e, d := h.Faults.blocks(h.Server, h.Client, cmds), time.Duration(0)
 	if e == EffectNone {
 		if d = h.Faults.lateReply(h.Server, cmds); d > 0 {
@@ -112,21 +117,37 @@ func (h *Hook) fault(cmds []redis.Cmder, send func() error) error {
 		time.Sleep(d)
 	case EffectLateReply:
 		err := send()
+		h.replied(cmds, renewals)
 		time.Sleep(d)
 		return err
 	}
-	return send()
+	err := send()
+	h.replied(cmds, renewals)
+	return err
 }
 
-// observe reports cmd to OnRenew if it is a renewal script call.
-func (h *Hook) observe(cmd redis.Cmder) {
-	if h.OnRenew == nil {
-		return
+// observe reports the renewal script calls among cmds to OnRenew and
+// returns them by index in cmds.
+func (h *Hook) observe(cmds []redis.Cmder) map[int]Renewal {
+	if h.OnRenew == nil && h.OnRenewReply == nil {
+		return nil
 	}
-	if r, ok := ParseRenewal(cmd.Args()); ok {
+	var out map[int]Renewal
+	for i, cmd := range cmds {
+		r, ok := ParseRenewal(cmd.Args())
+		if !ok {
+			continue
+		}
 		r.T, r.Client, r.Res = time.Now(), h.Name, h.Server+"/"+r.Res
-		h.OnRenew(r)
+		if h.OnRenew != nil {
+			h.OnRenew(r)
+		}
+		if out == nil {
+			out = map[int]Renewal{}
+		}
+		out[i] = r
 	}
+	return out
 }
 
 // ParseRenewal recognises `EVALSHA <sha> <numkeys> <key...> <arg...>` (or

@@ -242,6 +242,16 @@ type Renewal struct {
 	Field  string // ARGV[2]: owner, or owner:write for a write view
 }
 
+// RenewReply is a renewal that found its hold (its script answered 1), as
+// its Client's hook saw the reply come back: T is when the hook saw the
+// command go out (no earlier than the runtime's own send time), Acks what
+// the WAIT sent with it in the same round trip counted (0 also for a WAIT
+// that failed), or -1 when no WAIT went with it.
+type RenewReply struct {
+	Renewal
+	Acks int
+}
+
 // FaultKind is a kind of injected fault.
 type FaultKind uint8
 
@@ -309,6 +319,12 @@ type Log struct {
 	// Withheld are the release scripts that ran but whose replies the hook
 	// withheld.
 	Withheld []Withheld
+	// RenewReplies are the renewals the hook saw answered 1 (see
+	// CheckLostDeadline).
+	RenewReplies []RenewReply
+	// Settle is what the strict variant saw of the names once the run and
+	// its faults were over (see CheckSettle); nil in other runs.
+	Settle *Settle
 }
 
 // at renders t as an offset from the start of the run, for messages.
