@@ -19,6 +19,9 @@
 // acknowledged (a crash failover, any Sentinel switch) CheckTopology relaxes
 // the safety checks inside those windows only, and says so (Relaxations);
 // elsewhere, and for every caller's answer, it is as strict as Check.
+// SentinelStrictTopology (issue 21) is judged by CheckStrict instead,
+// which relaxes no safety check there: a critical section counts until its
+// holder's Lost closed, whatever failed over meanwhile.
 //
 // Determinism: a seed fixes every choice the suite makes (which primitive,
 // name, call shape, deadline, critical section; the fault schedule and the

@@ -36,8 +36,9 @@ type Config struct {
 	Options []lockactor.Option
 	// Topology, if set, replaces A and B: every Client (of "A" and of "B"
 	// alike) talks to this deployment, its fault menu replaces the
-	// single-server schedule, and its relaxations (see Relaxations) apply to the
-	// checks. See ClusterTopology, SentinelTopology, ReplicaSyncTopology.
+	// single-server schedule, and its relaxations (see Relaxations) apply to
+	// the checks (SentinelStrictTopology: CheckStrict instead). See
+	// ClusterTopology, SentinelTopology, ReplicaSyncTopology.
 	Topology Topology
 }
 
@@ -171,10 +172,7 @@ func Run(tb testing.TB, cfg Config) Result {
 	}
 	<-injected
 	log := r.collect(start, time.Now())
-	if cfg.Topology != nil {
-		r.settleFairQueues()
-	}
-	r.checkFairQueues()
+	r.settle(log)
 	r.checkSemCounts()
 
 	for _, c := range r.clients {
@@ -193,7 +191,7 @@ func Run(tb testing.TB, cfg Config) Result {
 		_ = a.Close()
 	}
 
-	vs := append(CheckTopology(log, r.lim, r.topo.relax()), r.extraVios...)
+	vs := append(r.check(log), r.extraVios...)
 	if cfg.DumpPath != "" {
 		if err := dumpTo(cfg.DumpPath, log, vs); err != nil {
 			r.logf("dump %s: %v", cfg.DumpPath, err)
@@ -203,11 +201,11 @@ func Run(tb testing.TB, cfg Config) Result {
 	}
 	figs := Summarize(log, vs, r.faults.Counts())
 	if cfg.Topology != nil {
-		figs.Topology = r.topo.figures(log)
+		figs.Topology = r.topoFigures(log)
 	}
 	// Drop the log before measuring the heap: it is the run's, not a leak.
 	log, r.workers, r.self, r.renewals, r.faultLog = nil, nil, nil, nil, nil
-	r.topo.rx = Relaxations{}
+	r.topo.rx, r.topo.replies = Relaxations{}, nil
 	r.logf("checked; measuring goroutines and heap")
 	vs = append(vs, checkResources(baseG, baseHeap)...)
 	figs.Violations = countViolations(vs)
@@ -262,7 +260,8 @@ func (r *runner) connectClients(where string, opts []lockactor.Option, newClient
 	}{{"A", clientsA}, {"B", clientsB}} {
 		for i := 0; i < s.n; i++ {
 			name := fmt.Sprintf("%s%d", s.server, i+1)
-			rdb := newClient(s.server, &Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew})
+			rdb := newClient(s.server, &Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew,
+				OnRenewReply: r.topo.onRenewReply, Sent: &r.topo.sent})
 			wd := watchdog
 			if s.server == "A" && i == s.n-1 {
 				wd = shortWatchdog
@@ -332,6 +331,7 @@ func (r *runner) collect(start, end time.Time) *Log {
 	l.Renewals = slices.Clone(r.renewals)
 	l.Faults = slices.Clone(r.faultLog)
 	r.mu.Unlock()
+	l.RenewReplies = r.topo.renewReplies()
 	l.Withheld = r.faults.Withheld()
 	return l
 }

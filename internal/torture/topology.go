@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,8 @@ import (
 // master with a replica whose confirmation every grant needs. Every Client
 // of the workload, those labelled "A" and "B" alike, talks to it, so
 // MultiLocks span two Clients of one deployment. Make one with
-// ClusterTopology, SentinelTopology or ReplicaSyncTopology.
+// ClusterTopology, SentinelTopology, SentinelStrictTopology or
+// ReplicaSyncTopology.
 type Topology interface {
 	// name is the variant's name in logs.
 	name() string
@@ -107,6 +109,24 @@ type topoState struct {
 	settled int                   // fair queues settled after unsafe windows
 	// rigFailures are faults the deployment did not complete (tryRig).
 	rigFailures int
+	// sent and replies are what the hooks saw of replica sync (see
+	// SyncTally, RenewReply), for the strict variant.
+	sent    SyncTally
+	replies []RenewReply
+}
+
+// onRenewReply records a renewal the hook saw answered 1.
+func (t *topoState) onRenewReply(rr RenewReply) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.replies = append(t.replies, rr)
+}
+
+// renewReplies returns a copy of the replies recorded so far.
+func (t *topoState) renewReplies() []RenewReply {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.replies)
 }
 
 // addUnsafe records a window in which acknowledged writes to the resources

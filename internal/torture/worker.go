@@ -103,14 +103,16 @@ type plan struct {
 	awaitGivesUp bool
 }
 
-func drawPlan(rng *rand.Rand) plan {
+// drawPlan draws a step from weights (stepWeights, or a topology's mix)
+// and every choice it may need.
+func drawPlan(rng *rand.Rand, weights *[numSteps]int) plan {
 	var p plan
 	total := 0
-	for _, w := range stepWeights {
+	for _, w := range weights {
 		total += w
 	}
-	for r := rng.IntN(total); r >= stepWeights[p.step]; p.step++ {
-		r -= stepWeights[p.step]
+	for r := rng.IntN(total); r >= weights[p.step]; p.step++ {
+		r -= weights[p.step]
 	}
 	p.name, p.nameB = rng.IntN(namesPerPrim), rng.IntN(namesPerPrim)
 	p.shape = rng.IntN(100)
@@ -227,7 +229,7 @@ type multiHandle struct {
 
 func (w *worker) run() {
 	for !w.r.stopping() {
-		p := drawPlan(w.rng)
+		p := drawPlan(w.rng, w.r.weights())
 		switch p.step {
 		case stepLock:
 			w.lockStep(p, PrimLock, w.ca, fmt.Sprintf("lock%d", p.name))
