@@ -105,17 +105,23 @@ func reportTorture(t *testing.T, seed int64, replay string, res torture.Result) 
 	if len(res.Violations) == 0 {
 		return
 	}
-	var b2 strings.Builder
+	t.Errorf("torture seed %d: %d violation(s); replay: %s\n%s", seed, len(res.Violations), replay, violationsText(res.Violations))
+}
+
+// violationsText lists vs, at most violationsShown of each check, and how
+// many more of each there were.
+func violationsText(vs []torture.Violation) string {
+	var b strings.Builder
 	shown := map[string]int{}
-	for _, v := range res.Violations {
+	for _, v := range vs {
 		if shown[v.Check]++; shown[v.Check] <= violationsShown {
-			fmt.Fprintf(&b2, "  %s\n", v)
+			fmt.Fprintf(&b, "  %s\n", v)
 		}
 	}
 	for check, n := range shown {
 		if n > violationsShown {
-			fmt.Fprintf(&b2, "  ... and %d more %s violation(s)\n", n-violationsShown, check)
+			fmt.Fprintf(&b, "  ... and %d more %s violation(s)\n", n-violationsShown, check)
 		}
 	}
-	t.Errorf("torture seed %d: %d violation(s); replay: %s\n%s", seed, len(res.Violations), replay, b2.String())
+	return b.String()
 }

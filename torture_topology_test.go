@@ -2,6 +2,7 @@ package lockactor_test
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -49,9 +50,57 @@ func TestTortureReplicaSync(t *testing.T) {
 	}
 }
 
+// tortureStrictEnv=1 makes TestTortureSentinelStrict fail on violations.
+const tortureStrictEnv = "LOCKACTOR_TORTURE_STRICT"
+
+// strictWorkers are TestTortureSentinelStrict's goroutines: 6 on each of
+// the 3 Clients its workload uses (issue 21).
+const strictWorkers = 18
+
+// TestTortureSentinelStrict is issue 21's Sentinel torture
+// (torture.SentinelStrictTopology): a master with two replicas and three
+// sentinels; 3 Clients x 6 goroutines with WithReplicaSync(1, 500ms) and
+// WithWatchdogTimeout(1500ms) taking Lock, TryLock, FairLock, FencedLock
+// and the read-write views; SENTINEL FAILOVER, the master SIGSTOPped for
+// 300-800ms, CLIENT KILL. torture.CheckStrict judges it without relaxing
+// safety around failovers: each critical section counts until its Lost
+// closed, a watchdog hold's Lost must close by the end its Client could
+// compute, one Client's tokens never go back, and every name must be free
+// soon after the run. It runs 15s, or LOCKACTOR_TORTURE's length.
+//
+// Known open, issue 21: the runtime does not yet re-verify its holds when
+// the master switches, nor repair fair queues after a switch, so this
+// variant is expected to find violations today. So that CI stays green,
+// its violations are only logged ("known open: issue 21") and the test
+// passes, at any length, unless LOCKACTOR_TORTURE_STRICT=1 is set: then it
+// fails on them as the other variants do.
+func TestTortureSentinelStrict(t *testing.T) {
+	strict := os.Getenv(tortureStrictEnv) == "1"
+	runTopology(t, topologyRun{def: 15 * time.Second, workers: strictWorkers, knownOpen: !strict, env: tortureStrictEnv + "=1 "},
+		func(t *testing.T) torture.Topology {
+			return torture.SentinelStrictTopology(redistest.StartSentinelReplicas(t, 2))
+		})
+}
+
+// topologyRun is how runTopology runs a variant: its default length, its
+// workers, and whether its violations are a known open issue (logged, not
+// failed; see TestTortureSentinelStrict). env prefixes the replay line.
+type topologyRun struct {
+	def       time.Duration
+	workers   int
+	knownOpen bool
+	env       string
+}
+
 // runTopologyTorture starts the deployment (skipping where its tools are
 // missing), runs one seed for LOCKACTOR_TORTURE or def and reports it.
 func runTopologyTorture(t *testing.T, def time.Duration, deploy func(*testing.T) torture.Topology) torture.Result {
+	return runTopology(t, topologyRun{def: def, workers: topologyWorkers}, deploy)
+}
+
+// runTopology is runTopologyTorture as run says.
+func runTopology(t *testing.T, run topologyRun, deploy func(*testing.T) torture.Topology) torture.Result {
+	def := run.def
 	if testing.Short() {
 		t.Skip("a topology torture run takes half a minute; skipped with -short")
 	}
@@ -60,14 +109,20 @@ func runTopologyTorture(t *testing.T, def time.Duration, deploy func(*testing.T)
 	if !ok {
 		seed = time.Now().UnixNano()
 	}
-	replay := fmt.Sprintf("%s=%d %s=%v go test -race -run '^%s$' -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d, t.Name())
+	replay := fmt.Sprintf("%s%s=%d %s=%v go test -race -run '^%s$' -count=1 -v .", run.env, tortureSeedEnv, seed, tortureEnv, d, t.Name())
 	t.Logf("torture seed %d for %v; replay: %s", seed, d, replay)
 	topo := deploy(t)
 	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, Topology: topo, OwnerOf: lockactor.OwnerOf,
-		Workers: topologyWorkers, Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) },
+		Workers: run.workers, Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) },
 		DumpPath: tortureDump(t.Name(), seed),
 		// As TestTorture: latch records outlived by the longest outages.
 		Options: []lockactor.Option{lockactor.WithLatchKeep(2 * time.Second)}})
+	if run.knownOpen && len(res.Violations) > 0 {
+		t.Logf("torture seed %d figures:\n%s", seed, res.Figures)
+		t.Logf("known open: issue 21: %d violation(s), not failing (set %s=1 to fail); replay: %s\n%s",
+			len(res.Violations), tortureStrictEnv, replay, violationsText(res.Violations))
+		return res
+	}
 	reportTorture(t, seed, replay, res)
 	return res
 }
