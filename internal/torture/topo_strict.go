@@ -211,6 +211,9 @@ func (r *runner) topoFigures(l *Log) map[string]int {
 	delete(m, "fair queues settled after unsafe windows")
 	m["failover windows (renewals, ghost probes not judged)"] = m["unsafe windows"]
 	delete(m, "unsafe windows")
+	// Counted even when zero, so that a run's figures show each of them.
+	m["holds whose Lost closed while held"], m["names not free at the settle"] = 0, 0
+	m["tokens back or repeated across Clients (not judged)"] = len(CheckFencingTokens(l, SafeSpans(l)))
 	t := &r.topo.sent
 	m["grant scripts sent with WAIT"] = int(t.GrantsWait.Load())
 	m["grant scripts sent without WAIT"] = int(t.GrantsNoWait.Load())
