@@ -360,6 +360,9 @@ func (l *Log) Dump(w io.Writer) error {
 	for _, r := range l.Renewals {
 		lines = append(lines, line{r.T, fmt.Sprintf("renew %s %s field=%s", r.Client, r.Res, r.Field)})
 	}
+	for _, r := range l.RenewReplies { // at the send time; the reply came later
+		lines = append(lines, line{r.T, fmt.Sprintf("renew answered 1 %s %s field=%s wait-acks=%d", r.Client, r.Res, r.Field, r.Acks)})
+	}
 	for _, f := range l.Faults {
 		lines = append(lines, line{f.Start, fmt.Sprintf("fault %s on %s until %s %s", f.Kind, f.Server, l.at(f.End), f.Detail)})
 	}
