@@ -70,10 +70,12 @@ const strictWorkers = 18
 //
 // Known open, issue 21: the runtime does not yet re-verify its holds when
 // the master switches, nor repair fair queues after a switch, so this
-// variant is expected to find violations today. So that CI stays green,
-// its violations are only logged ("known open: issue 21") and the test
-// passes, at any length, unless LOCKACTOR_TORTURE_STRICT=1 is set: then it
-// fails on them as the other variants do.
+// variant is expected to find overlaps, unexplained ErrNotHeld, and fair
+// waiters kept waiting today. So that CI stays green, violations of those
+// checks (knownOpenChecks) are only logged ("known open: issue 21") unless
+// LOCKACTOR_TORTURE_STRICT=1 is set; every other check (hangs, one
+// Client's tokens, Lost past the computed end, the settle, renewals after
+// Unlock, ...) fails the test at any length, as in the other variants.
 func TestTortureSentinelStrict(t *testing.T) {
 	strict := os.Getenv(tortureStrictEnv) == "1"
 	runTopology(t, topologyRun{def: 15 * time.Second, workers: strictWorkers, knownOpen: !strict, env: tortureStrictEnv + "=1 "},
@@ -117,12 +119,30 @@ func runTopology(t *testing.T, run topologyRun, deploy func(*testing.T) torture.
 		DumpPath: tortureDump(t.Name(), seed),
 		// As TestTorture: latch records outlived by the longest outages.
 		Options: []lockactor.Option{lockactor.WithLatchKeep(2 * time.Second)}})
-	if run.knownOpen && len(res.Violations) > 0 {
-		t.Logf("torture seed %d figures:\n%s", seed, res.Figures)
-		t.Logf("known open: issue 21: %d violation(s), not failing (set %s=1 to fail); replay: %s\n%s",
-			len(res.Violations), tortureStrictEnv, replay, violationsText(res.Violations))
-		return res
+	if run.knownOpen {
+		var open, other []torture.Violation
+		for _, v := range res.Violations {
+			if knownOpenChecks[v.Check] {
+				open = append(open, v)
+			} else {
+				other = append(other, v)
+			}
+		}
+		if len(open) > 0 {
+			t.Logf("known open: issue 21: %d violation(s), not failing (set %s=1 to fail); replay: %s\n%s",
+				len(open), tortureStrictEnv, replay, violationsText(open))
+		}
+		res.Violations = other
 	}
 	reportTorture(t, seed, replay, res)
 	return res
+}
+
+// knownOpenChecks are the checks whose violations a known-open run logs
+// rather than fails: what issue 21's unbuilt fixes leave (a holder not
+// told that a switch took its hold: overlaps, an Unlock's unexplained
+// ErrNotHeld; a fair queue's ghost entry: a waiter kept from a free lock,
+// a queue not empty at the end). Every other check fails such a run too.
+var knownOpenChecks = map[string]bool{
+	torture.VExclusion: true, torture.VErrors: true, torture.VLiveness: true, torture.VFairQueue: true,
 }
