@@ -69,3 +69,35 @@ func TestCheckTopology(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckTopologyLostReadRelease: a write Lock refused as a read-to-write
+// upgrade is excused only when the owner's read release met an Unsafe
+// window of the name (a lossy failover may have dropped it, and the new
+// master still shows the read hold); anywhere else it is a call error.
+func TestCheckTopologyLostReadRelease(t *testing.T) {
+	const upgrade = `lock "rw": lockactor: invalid argument: read-to-write upgrade: this owner holds read holds`
+	release := Call{ID: 1, Prim: PrimRead, Op: OpUnlock, Res: []string{"A/rw"}, Owners: []string{"o"}, Start: at(100), End: at(120), Out: OutOK}
+	write := func(owner string) Call {
+		return Call{ID: 2, Prim: PrimWrite, Op: OpLock, Res: []string{"A/rw"}, Owners: []string{owner}, Start: at(300), End: at(301), Out: OutInvalid, Err: upgrade}
+	}
+	unsafe := func(a, b int) Relaxations {
+		return Relaxations{Unsafe: []Window{{Interval: Interval{at(a), at(b)}, Why: "test"}}}
+	}
+	tests := []struct {
+		name  string
+		calls []Call
+		rx    Relaxations
+		want  []string
+	}{
+		{"release inside a window", []Call{release, write("o")}, unsafe(110, 200), nil},
+		{"no window", []Call{release, write("o")}, Relaxations{}, []string{VErrors}},
+		{"window after the write began", []Call{release, write("o")}, unsafe(310, 400), []string{VErrors}},
+		{"window before the release", []Call{release, write("o")}, unsafe(10, 50), []string{VErrors}},
+		{"another owner's release", []Call{release, write("p")}, unsafe(110, 200), []string{VErrors}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, CheckTopology(logOf(5000, nil, tt.calls, nil), DefaultLimits(), tt.rx), tt.want...)
+		})
+	}
+}
