@@ -12,8 +12,9 @@ import (
 // is no longer renewed); Redis is told until it confirms, or until the
 // hold's lease has surely run out, after which Redis has let it go by
 // itself. While a release of an owner is owed, no acquire of that owner is
-// sent (see owedQueue.owes): its hash field is the same for every hold, so
-// a release that reached Redis after a newer grant would free that grant.
+// sent and no hand-off is made to it (see owedQueue.owes): its hash field
+// is the same for every hold, so a release that reached Redis after a
+// newer grant would free that grant.
 type owed struct {
 	k     holdKey
 	h     *hold         // the hold given up; nil when none was recorded

@@ -63,8 +63,10 @@ func (f *fakeStore) latched(op redisio.Op, what string, n int) redisio.Reply {
 	return redisio.Reply{Err: redisio.ErrPending}
 }
 
-func (f *fakeStore) flagged(what string, then func(bool, error)) {
-	f.calls <- &call{what: what, flag: then}
+// flagged records a call answered with a flag (a renewal, a cancel); a
+// renewal's stale is kept for the test to ask.
+func (f *fakeStore) flagged(what string, stale func() bool, then func(bool, error)) {
+	f.calls <- &call{what: what, flag: then, stale: stale}
 }
 
 func (f *fakeStore) Lock(_ context.Context, op redisio.Op, _, o string, _ time.Duration) redisio.Reply {
@@ -93,7 +95,7 @@ func (f *fakeStore) Handoff(_ context.Context, op redisio.Op, _, o string, _ tim
 }
 
 func (f *fakeStore) Renew(_ context.Context, _, o string, _ time.Duration, stale func() bool, then func(bool, error)) {
-	f.calls <- &call{what: "renew " + owner(o), flag: then, stale: stale}
+	f.flagged("renew "+owner(o), stale, then)
 }
 
 func (f *fakeStore) ReadLock(_ context.Context, op redisio.Op, _, o string, _ time.Duration) redisio.Reply {
@@ -113,7 +115,7 @@ func (f *fakeStore) WriteUnlock(_ context.Context, op redisio.Op, _, o string, _
 }
 
 func (f *fakeStore) RWRenew(_ context.Context, _, o string, _ bool, _ time.Duration, stale func() bool, then func(bool, error)) {
-	f.calls <- &call{what: "rw_renew " + owner(o), flag: then, stale: stale}
+	f.flagged("rw_renew "+owner(o), stale, then)
 }
 
 func (f *fakeStore) FairLock(_ context.Context, op redisio.Op, _, o string, _, _ time.Duration, _ time.Time, _ bool) redisio.Reply {
@@ -131,7 +133,7 @@ func (f *fakeStore) FairCancel(context.Context, string, string, time.Duration, t
 }
 
 func (f *fakeStore) FairCancelThen(_ context.Context, _, o string, _ time.Duration, _ time.Time, then func(bool, error)) {
-	f.flagged("fair_cancel "+owner(o), then)
+	f.flagged("fair_cancel "+owner(o), nil, then)
 }
 
 func (f *fakeStore) SemaphoreAcquire(_ context.Context, op redisio.Op, _ string, n int) redisio.Reply {

@@ -22,8 +22,7 @@ import (
 func TestBatcherFollowsNewNodeClient(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	cc := cl.Client(t)
-	c := NewConn(cc, NewTopology(cc, ShardAuto, quiet), SyncPolicy{})
-	defer c.Close(time.Now().Add(time.Second))
+	c := testConn(t, cc, ShardAuto)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	lock := func(name string, seq uint64) Reply {

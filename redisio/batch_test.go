@@ -25,8 +25,7 @@ func TestConcurrentScriptsShareRoundTrips(t *testing.T) {
 	rdb := srv.Client(t)
 	count := &tripcount.Hook{}
 	rdb.AddHook(count)
-	c := NewConn(rdb, NewTopology(rdb, ShardOff, quiet), SyncPolicy{})
-	defer c.Close(time.Now().Add(time.Second))
+	c := testConn(t, rdb, ShardOff)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -93,8 +92,7 @@ func TestPostsAfterCloseAreDropped(t *testing.T) {
 func TestNoScriptKeepsOrderOnOneSlot(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	c := NewConn(rdb, NewTopology(rdb, ShardOff, quiet), SyncPolicy{})
-	defer c.Close(time.Now().Add(time.Second))
+	c := testConn(t, rdb, ShardOff)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	first := redis.NewScript(`return redis.call('rpush', KEYS[1], 'first')`)
@@ -197,8 +195,7 @@ func TestStaleRenewalIsNotSent(t *testing.T) {
 			rdb.PExpire(ctx, key, 10*time.Second)
 			gate := &gateHook{held: make(chan struct{}), open: make(chan struct{})}
 			rdb.AddHook(gate)
-			c := NewConn(rdb, NewTopology(rdb, ShardOff, quiet), SyncPolicy{})
-			defer c.Close(time.Now().Add(time.Second))
+			c := testConn(t, rdb, ShardOff)
 
 			// A first renewal of another key holds the flusher.
 			c.Renew(ctx, "other", "owner", time.Minute, nil, func(bool, error) {})

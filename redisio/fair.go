@@ -13,8 +13,12 @@ import (
 // The fair lock (RedissonFairLock): a reentrant lock whose waiters queue in
 // Redis, each woken on its own channel.
 
+// fairKeys are every fair script's keys: the lock, its queue, its
+// deadlines and its channel. The channel never exists as a key, which
+// keeps the scripts from starting on a migrating slot (see
+// docs/PROTOCOL.md, "A migrating slot"); the latched ones add the latch.
 func (c *Conn) fairKeys(name string) []string {
-	return []string{name, FairQueue(name), FairTimeouts(name)}
+	return []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name)}
 }
 
 // FairLock runs fair_lock.lua: granted, or queued with an estimated wait
@@ -25,16 +29,14 @@ func (c *Conn) FairLock(ctx context.Context, op Op, name, owner string, lease, w
 	if tryOnly {
 		once = "1"
 	}
-	// The channel, which never exists as a key, keeps the script from
-	// starting on a migrating slot (see fair_lock.lua).
-	keys := []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name), op.Latch}
+	keys := append(c.fairKeys(name), op.Latch)
 	return c.runLatched(ctx, op, scripts.Latched.FairLock, keys, ms(lease), owner, ms(w), now.UnixMilli(), once, op.Seq, op.keepMS())
 }
 
 // FairUnlock runs fair_unlock.lua for one hold of owner (read with
 // Reply.Unlock).
 func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease time.Duration, now time.Time) Reply {
-	keys := []string{name, FairQueue(name), FairTimeouts(name), LockChannel(name), op.Latch}
+	keys := append(c.fairKeys(name), op.Latch)
 	pub := c.publishArg()
 	return c.runLatched(ctx, op, scripts.Latched.FairUnlock, keys, UnlockMessage, ms(lease), owner, now.UnixMilli(), pub, op.Seq, op.keepMS())
 }
@@ -43,7 +45,7 @@ func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease 
 // whose deadline had passed by now from its head; true if owner was queued.
 // Running it twice changes nothing, so it needs no latch.
 func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration, now time.Time) (bool, error) {
-	keys := append(c.fairKeys(name), LockChannel(name))
+	keys := c.fairKeys(name)
 	pub := c.publishCmd(ctx)
 	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli()).Int64()
 	return n == 1, err
@@ -54,7 +56,7 @@ func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Durati
 // receives its outcome (on another goroutine, or at once when the script
 // cannot be queued; it must not block).
 func (c *Conn) FairCancelThen(ctx context.Context, name, owner string, w time.Duration, now time.Time, then func(bool, error)) {
-	keys := append(c.fairKeys(name), LockChannel(name))
+	keys := c.fairKeys(name)
 	pub := c.publishArg()
 	c.submitFlag(ctx, nil, then, scripts.FairCancel, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli())
 }
@@ -63,7 +65,7 @@ func (c *Conn) FairCancelThen(ctx context.Context, name, owner string, w time.Du
 // head, after purging the waiters whose deadline had passed by now
 // (fair_force_unlock.lua).
 func (c *Conn) FairForceUnlock(ctx context.Context, name string, now time.Time) (bool, error) {
-	keys := append(c.fairKeys(name), LockChannel(name))
+	keys := c.fairKeys(name)
 	pub := c.publishCmd(ctx)
 	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, now.UnixMilli(), pub).Int64()
 	return n == 1, err

@@ -24,8 +24,7 @@ import (
 func TestScriptsOnMigratingSlot(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	cc := cl.Client(t)
-	c := NewConn(cc, NewTopology(cc, ShardAuto, quiet), SyncPolicy{})
-	defer c.Close(time.Now().Add(time.Second))
+	c := testConn(t, cc, ShardAuto)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	lockBy := func(owner string) func(name string, op Op) Reply {

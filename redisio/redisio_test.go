@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/lockactor/lockactor/internal/redistest"
@@ -17,6 +18,15 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testConn is a Conn on rdb without replica sync, for a test, closed when
+// the test ends.
+func testConn(t *testing.T, rdb redis.UniversalClient, shard Sharding) *Conn {
+	t.Helper()
+	c := NewConn(rdb, NewTopology(rdb, shard, quiet), SyncPolicy{})
+	t.Cleanup(func() { c.Close(time.Now().Add(time.Second)) })
+	return c
+}
 
 // A guarded call made after Close refuses to start: Close has already waited
 // for the guarded goroutines, so one started now would outlive it.

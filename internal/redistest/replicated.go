@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -100,8 +99,8 @@ func startReplicated(bin, dir string, extraArgs []string, link func(*Server) *Pr
 			haltAll(r.master, r.replica)
 		}
 	}()
-	mdir, rdir := filepath.Join(dir, "master"), filepath.Join(dir, "replica") // --dir: a sync file is never the other's dump.rdb
-	if err = errors.Join(os.Mkdir(mdir, 0o755), os.Mkdir(rdir, 0o755)); err != nil {
+	mdir := filepath.Join(dir, "master") // --dir: a sync file is never the other's dump.rdb
+	if err = os.Mkdir(mdir, 0o755); err != nil {
 		return nil, err
 	}
 	if r.master, err = startNode(bin, mdir, nodeSpec{name: "master", args: func(int) []string { return args }}); err != nil {
@@ -113,14 +112,29 @@ func startReplicated(bin, dir string, extraArgs []string, link func(*Server) *Pr
 		_, p, _ := net.SplitHostPort(r.link.Addr())
 		upstream, _ = strconv.Atoi(p)
 	}
-	replicaArgs := append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(upstream)}, args...)
-	if r.replica, err = startNode(bin, rdir, nodeSpec{name: "replica", args: func(int) []string { return replicaArgs }}); err != nil {
+	if r.replica, err = startReplicaOf(bin, filepath.Join(dir, "replica"), r.master, upstream, args); err != nil {
 		return nil, err
 	}
-	if err = waitReplicaOf(r.replica, r.master, upstream, replReadyTimeout); err != nil {
-		return nil, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, r.replica.LogPath(), tail(r.replica.LogPath()))
-	}
 	done = true
+	return r, nil
+}
+
+// startReplicaOf starts a replica of master in dir (made here) replicating
+// from upstream (master's port, or a proxy's), with args, and waits until
+// it is linked. The replica is returned with the error too (nil if it
+// never started), so that the caller stops it.
+func startReplicaOf(bin, dir string, master *Server, upstream int, args []string) (*Server, error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	replicaArgs := append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(upstream)}, args...)
+	r, err := startNode(bin, dir, nodeSpec{name: "replica", args: func(int) []string { return replicaArgs }})
+	if err != nil {
+		return nil, err
+	}
+	if err := waitReplicaOf(r, master, upstream, replReadyTimeout); err != nil {
+		return r, fmt.Errorf("%w\n--- tail of %s ---\n%s", err, r.LogPath(), tail(r.LogPath()))
+	}
 	return r, nil
 }
 

@@ -100,8 +100,8 @@ func (s *Sentinel) CrashFailover(tb testing.TB) *Server {
 // same data server as master with flags "master" only (no failover in
 // progress), knows the two other sentinels and lists every other data
 // server as a replica (flags "slave" only), and the servers' INFO
-// replication agrees, every replica's link to that master being up. It returns the master, and fails the
-// test otherwise. After Restart of a crashed master (which comes back as an
+// replication agrees, every replica's link to that master being up. It
+// returns the master, and fails the test otherwise. After Restart of a crashed master (which comes back as an
 // empty master) the sentinels take 10-20s to make it a replica again.
 func (s *Sentinel) WaitStable(tb testing.TB) *Server {
 	tb.Helper()
@@ -195,22 +195,22 @@ func (s *Sentinel) listsReplicas(ctx context.Context, n, master *Server, masterP
 	if err != nil {
 		return fmt.Errorf("sentinel %s: SENTINEL REPLICAS: %w", n.Addr(), err)
 	}
-next:
+	byPort := make(map[string]map[string]string, len(reps))
+	for _, r := range reps {
+		byPort[r["port"]] = r
+	}
 	for _, other := range s.others(master) {
-		for _, r := range reps {
-			if r["port"] != strconv.Itoa(other.Port()) {
-				continue
-			}
-			// The sentinels' view of a replica's link comes from an INFO
-			// they send every 10s; after a failover it is stale that long.
-			// The replica's own INFO (stable) is checked instead.
-			if r["flags"] != "slave" || (linkSeen && (r["master-link-status"] != "ok" || r["master-port"] != masterPort)) {
-				return fmt.Errorf("sentinel %s: replica %s flags %s master-link-status %s master-port %s",
-					n.Addr(), other.Addr(), r["flags"], r["master-link-status"], r["master-port"])
-			}
-			continue next
+		r, ok := byPort[strconv.Itoa(other.Port())]
+		switch {
+		case !ok:
+			return fmt.Errorf("sentinel %s: %s is not among the %d replicas", n.Addr(), other.Addr(), len(reps))
+		// The sentinels' view of a replica's link comes from an INFO they
+		// send every 10s; after a failover it is stale that long. The
+		// replica's own INFO (stable) is checked instead.
+		case r["flags"] != "slave" || (linkSeen && (r["master-link-status"] != "ok" || r["master-port"] != masterPort)):
+			return fmt.Errorf("sentinel %s: replica %s flags %s master-link-status %s master-port %s",
+				n.Addr(), other.Addr(), r["flags"], r["master-link-status"], r["master-port"])
 		}
-		return fmt.Errorf("sentinel %s: %s is not among the %d replicas", n.Addr(), other.Addr(), len(reps))
 	}
 	return nil
 }

@@ -2,9 +2,7 @@ package redistest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 )
 
@@ -34,19 +32,13 @@ func StartSentinelReplicas(tb testing.TB, n int, extraArgs ...string) *Sentinel 
 func (s *Sentinel) startExtraReplicas(bin, dir string, n int, extraArgs []string) error {
 	args := append(append([]string(nil), pairArgs...), extraArgs...)
 	master := s.pair.master
-	replicaArgs := append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port())}, args...)
 	for i := range n {
-		rdir := filepath.Join(dir, fmt.Sprintf("replica%d", i+2))
-		if err := os.Mkdir(rdir, 0o755); err != nil {
-			return err
+		r, err := startReplicaOf(bin, filepath.Join(dir, fmt.Sprintf("replica%d", i+2)), master, master.Port(), args)
+		if r != nil {
+			s.extra = append(s.extra, r)
 		}
-		r, err := startNode(bin, rdir, nodeSpec{name: "replica", args: func(int) []string { return replicaArgs }})
 		if err != nil {
 			return err
-		}
-		s.extra = append(s.extra, r)
-		if err := waitReplicaOf(r, master, master.Port(), replReadyTimeout); err != nil {
-			return fmt.Errorf("%w\n--- tail of %s ---\n%s", err, r.LogPath(), tail(r.LogPath()))
 		}
 	}
 	return nil

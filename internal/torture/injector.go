@@ -64,21 +64,11 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		f.Detail = fmt.Sprintf("(err %v)", r.admin[p.Server].ScriptFlush(ctx).Err())
 		cancel()
 	case FaultDenyPublish:
+		nodes := func() []*redistest.Server { return []*redistest.Server{srv} }
 		if t, ok := r.cfg.Topology.(interface{ allNodes() []*redistest.Server }); ok {
-			f.Detail = denyPublish(r, t.allNodes, p.Dur)
-			break
+			nodes = t.allNodes
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := r.admin[p.Server].Do(ctx, "acl", "setuser", "default", "-publish", "-spublish").Err()
-		cancel()
-		f.Detail = fmt.Sprintf("ACL default -publish -spublish (err %v)", err)
-		r.sleepUntil(f.Start.Add(p.Dur))
-		// Restored whatever happened meanwhile: the rest of the run needs it.
-		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
-		if err := r.admin[p.Server].Do(ctx, "acl", "setuser", "default", "+publish", "+spublish").Err(); err != nil {
-			r.violate(VWorkload, fmt.Sprintf("fault injection: restoring PUBLISH on %s: %v", p.Server, err))
-		}
-		cancel()
+		f.Detail = denyPublish(r, nodes, p.Dur)
 	case FaultKillPubSub, FaultKillNormal:
 		typ := "pubsub"
 		if p.Kind == FaultKillNormal {

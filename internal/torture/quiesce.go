@@ -20,27 +20,37 @@ func (r *runner) checkFairQueues() {
 	deadline := time.Now().Add(fairQueueWait)
 	for _, name := range fairNames() {
 		q := redisio.FairQueue(name)
-		for {
-			n, err := r.admin["A"].LLen(ctx, q).Result()
-			if err == nil && n == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				left, _ := r.admin["A"].LRange(ctx, q, 0, -1).Result()
-				r.violate(VFairQueue, fmt.Sprintf("%s still holds %d waiter(s) %v after every worker stopped (err %v)", q, n, left, err))
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+		var n int64
+		var err error
+		if !pollUntil(deadline, func() bool { n, err = r.admin["A"].LLen(ctx, q).Result(); return err == nil && n == 0 }) {
+			left, _ := r.admin["A"].LRange(ctx, q, 0, -1).Result()
+			r.violate(VFairQueue, fmt.Sprintf("%s still holds %d waiter(s) %v after every worker stopped (err %v)", q, n, left, err))
 		}
 	}
 }
 
+// pollUntil calls ok every 50ms until it reports true (then true) or
+// deadline has passed (then false).
+func pollUntil(deadline time.Time, ok func() bool) bool {
+	for !ok() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
 // fairNames are the names taken as FairLocks: the fair ones, and the shared
 // ones, which steps take as Lock, FencedLock or FairLock.
-func fairNames() []string {
+func fairNames() []string { return namesOf("fair", "shared") }
+
+// namesOf are the names the steps take under each prefix: prefix0,
+// prefix1, ... (namesPerPrim of each).
+func namesOf(prefixes ...string) []string {
 	var names []string
-	for _, p := range []string{"fair", "shared"} {
-		for i := 0; i < namesPerPrim; i++ {
+	for _, p := range prefixes {
+		for i := range namesPerPrim {
 			names = append(names, fmt.Sprintf("%s%d", p, i))
 		}
 	}

@@ -354,27 +354,6 @@ func keyIn(slots slotSet) string {
 	}
 }
 
-// clientKill kills every normal and pub/sub connection on every answering
-// node and says how many.
-func clientKill(nodes []*redistest.Server) string {
-	n := 0
-	var errs []string
-	for _, s := range nodes {
-		rc := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
-		for _, typ := range []string{"pubsub", "normal"} {
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			k, err := rc.Do(ctx, "client", "kill", "type", typ).Int()
-			cancel()
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("%s %s: %v", s.Addr(), typ, err))
-			}
-			n += k
-		}
-		_ = rc.Close()
-	}
-	return fmt.Sprintf("%d connection(s) killed on %d node(s) %v", n, len(nodes), errs)
-}
-
 // len is how many slots the set has.
 func (s slotSet) len() int {
 	n := 0

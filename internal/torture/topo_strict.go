@@ -22,7 +22,6 @@ const (
 	// strictSettleFree: a name must be free this long, plus the longest
 	// lease in use, after the run and its faults are over.
 	strictSettleFree = time.Second
-	settlePoll       = 50 * time.Millisecond
 )
 
 // strictWeights is the strict variant's mix: Lock, FairLock, FencedLock
@@ -128,17 +127,11 @@ func (r *runner) settle(l *Log) {
 	for _, name := range mixNames(r.weights()) {
 		n := NameSettle{Name: "A/" + name}
 		keys := settleKeys(name)
-		for {
-			k, err := r.admin["A"].Exists(ctx, keys...).Result()
-			if err == nil && k == 0 {
-				n.Free = time.Now()
-				break
-			}
-			if time.Now().After(due) {
-				n.Left = describeKeys(ctx, r.admin["A"], keys, err)
-				break
-			}
-			time.Sleep(settlePoll)
+		var err error
+		if pollUntil(due, func() bool { k, e := r.admin["A"].Exists(ctx, keys...).Result(); err = e; return e == nil && k == 0 }) {
+			n.Free = time.Now()
+		} else {
+			n.Left = describeKeys(ctx, r.admin["A"], keys, err)
 		}
 		s.Names = append(s.Names, n)
 	}
@@ -147,19 +140,16 @@ func (r *runner) settle(l *Log) {
 
 // mixNames are the lock names the steps of weights take (on server A).
 func mixNames(weights *[numSteps]int) []string {
-	var names []string
+	var prefixes []string
 	for _, p := range []struct {
 		step   int
 		prefix string
 	}{{stepLock, "lock"}, {stepFair, "fair"}, {stepFenced, "fenced"}, {stepRW, "rw"}} {
-		if weights[p.step] == 0 {
-			continue
-		}
-		for i := range namesPerPrim {
-			names = append(names, fmt.Sprintf("%s%d", p.prefix, i))
+		if weights[p.step] > 0 {
+			prefixes = append(prefixes, p.prefix)
 		}
 	}
-	return names
+	return namesOf(prefixes...)
 }
 
 // settleKeys are the keys a name has while anyone holds or waits for it:

@@ -255,15 +255,7 @@ func (r *runner) settleFairQueues() {
 // workloadNames are the names the workers use on "A" and "B" (semaphores
 // aside, whose names change by generation): faults pick their targets among
 // them.
-func workloadNames() []string {
-	var out []string
-	for _, p := range []string{"lock", "fair", "fenced", "rw", "mla", "mlb", "shared"} {
-		for i := 0; i < namesPerPrim; i++ {
-			out = append(out, fmt.Sprintf("%s%d", p, i))
-		}
-	}
-	return out
-}
+func workloadNames() []string { return namesOf("lock", "fair", "fenced", "rw", "mla", "mlb", "shared") }
 
 // targetRNG is the random stream a planned topology fault picks its
 // targets with.
