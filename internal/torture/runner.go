@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -207,7 +208,7 @@ func Run(tb testing.TB, cfg Config) Result {
 	log, r.workers, r.self, r.renewals, r.faultLog = nil, nil, nil, nil, nil
 	r.topo.rx, r.topo.replies = Relaxations{}, nil
 	r.logf("checked; measuring goroutines and heap")
-	vs = append(vs, checkResources(baseG, baseHeap)...)
+	vs = append(vs, checkResources(baseG, baseHeap, cfg.DumpPath)...)
 	figs.Violations = countViolations(vs)
 	return Result{Violations: vs, Figures: figs}
 }
@@ -379,7 +380,7 @@ func goroutines() (int, string) {
 	return len(kept), strings.Join(kept, "\n\n")
 }
 
-func checkResources(baseG int, baseHeap uint64) []Violation {
+func checkResources(baseG int, baseHeap uint64, dump string) []Violation {
 	var vs []Violation
 	deadline := time.Now().Add(goroutineWait)
 	n, stacks := goroutines()
@@ -396,7 +397,24 @@ func checkResources(baseG int, baseHeap uint64) []Violation {
 	runtime.ReadMemStats(&ms)
 	if ms.HeapAlloc > baseHeap+heapSlack {
 		vs = append(vs, Violation{Check: VResources, Msg: fmt.Sprintf(
-			"heap %d MB after Close and GC, baseline %d MB (+%d MB allowed)", ms.HeapAlloc>>20, baseHeap>>20, heapSlack>>20)})
+			"heap %d MB after Close and GC, baseline %d MB (+%d MB allowed)%s", ms.HeapAlloc>>20, baseHeap>>20, heapSlack>>20, heapProfile(dump))})
 	}
 	return vs
+}
+
+// heapProfile writes a heap profile next to the run's dump (when there is
+// one), for a heap found over its bound, and says where.
+func heapProfile(dump string) string {
+	if dump == "" {
+		return ""
+	}
+	f, err := os.Create(dump + ".heap")
+	if err != nil {
+		return fmt.Sprintf(" (heap profile: %v)", err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		return fmt.Sprintf(" (heap profile: %v)", err)
+	}
+	return "; heap profile in " + f.Name()
 }
