@@ -26,7 +26,8 @@ type Conn struct {
 	mu      sync.Mutex
 	closed  bool
 	calls   sync.WaitGroup
-	masters map[string]*batcher // a Cluster's batchers, by master address
+	masters map[string]*batcher      // a Cluster's batchers, by master address
+	directs map[string]*redis.Client // clients of one server each, for checks after a master switch (master.go)
 
 	warnMu sync.Mutex
 	warned map[string]bool // once-per-Client warnings already logged (see warnOnce)
@@ -93,7 +94,9 @@ func (c *Conn) Close(deadline time.Time) bool {
 	for _, b := range c.batchers() {
 		batched = b.close(deadline) && batched
 	}
-	return syncx.WaitUntil(&c.calls, deadline) && batched
+	ended := syncx.WaitUntil(&c.calls, deadline) && batched
+	c.closeDirects()
+	return ended
 }
 
 // Guard runs fn on c and returns when fn does or when ctx ends, whichever

@@ -50,25 +50,19 @@ func followsMaster(rdb redis.UniversalClient) bool {
 // serverID is the address a new subscription connection of p's client
 // reaches now (the master the sentinels name); "" when it cannot be learned
 // within masterCheckEvery, or once Close has begun. A FailoverClusterClient
-// says it from its slot map, which it reloads on +switch-master.
+// says it from its slot map, which it reloads on +switch-master: its
+// subscriptions follow that map, not the sentinels' latest word.
 func (p *PubSub) serverID(ctx context.Context) string {
-	ctx, cancel := context.WithTimeout(ctx, masterCheckEvery)
-	defer cancel()
 	if cc, ok := p.rdb.(*redis.ClusterClient); ok {
+		ctx, cancel := context.WithTimeout(ctx, masterCheckEvery)
+		defer cancel()
 		node, err := cc.MasterForKey(ctx, "")
 		if err != nil {
 			return ""
 		}
 		return node.Options().Addr
 	}
-	opt := p.rdb.(*redis.Client).Options()
-	conn, err := opt.Dialer(ctx, opt.Network, opt.Addr)
-	if err != nil {
-		return ""
-	}
-	addr := conn.RemoteAddr().String()
-	_ = conn.Close()
-	return addr
+	return masterAddr(ctx, p.rdb)
 }
 
 // masterMoved reports whether a new connection reaches another server than
