@@ -117,6 +117,12 @@ func (a *fairActor) Receive(ctx actor.Context) {
 		a.extended(m)
 	case *messages.Lose:
 		a.lose(m)
+	case *switched:
+		a.switched(m)
+	case *holdsRead:
+		a.reread(m)
+	case *queueRead:
+		a.queueRead(m)
 	default:
 		return
 	}
@@ -255,6 +261,9 @@ func (a *fairActor) settle() {
 		}
 	}
 	a.wakeAt(next.at)
+	if len(a.waiting) > 0 || len(a.cancels) > 0 {
+		a.rt.sawFair(a.key.Name) // a switch soon after checks the queue
+	}
 	a.phase = a.currentPhase()
 	a.entry.waiters.Store(int64(len(a.waiting))) // for Runtime.Census
 }

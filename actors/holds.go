@@ -30,8 +30,12 @@ type hold struct {
 	loseOnce sync.Once
 	at       *base // the actor: whom the loss is reported for
 	// deadline closes lost when a watchdog hold's lease would run out with no
-	// renewal confirmed, even while the actor is stuck on a hung server.
+	// renewal confirmed, even while the actor is stuck on a hung server, or
+	// when a master switch showed the hold ending sooner (endBy).
 	deadline *time.Timer
+	// cap: while a master switch is followed, the latest a renewal may
+	// move a watchdog hold's deadline to (zero: none; see endBy).
+	cap time.Time
 }
 
 // continues reports whether a grant made at at adds to h rather than
@@ -74,7 +78,11 @@ func (h *hold) confirm(sent time.Time, watchdog time.Duration) {
 		h.stopDeadline()
 		return
 	}
-	left := watchdog - time.Since(sent)
+	end := sent.Add(watchdog)
+	if !h.cap.IsZero() && h.cap.Before(end) {
+		end = h.cap
+	}
+	left := time.Until(end)
 	if h.deadline == nil {
 		h.deadline = time.AfterFunc(left, h.lose)
 	} else {

@@ -144,6 +144,12 @@ func (a *lockActor) Receive(ctx actor.Context) {
 	case *messages.Lose:
 		a.lose(m)
 		a.forgetVerdict()
+	case *switched:
+		a.switched(m)
+	case *holdsRead:
+		if a.reread(m) {
+			a.forgetVerdict()
+		}
 	default:
 		return
 	}

@@ -106,6 +106,11 @@ type Runtime struct {
 	closed  bool
 	locks   sync.Map       // Key -> *entry
 	running sync.WaitGroup // one count per lock actor until it has stopped
+
+	// Following a Sentinel group's master (switch.go).
+	watches  bool           // the client follows a master that can change
+	watching sync.WaitGroup // the watcher, until it has stopped
+	fairSeen sync.Map       // fair lock name -> when its actor last had waiters (UnixNano)
 }
 
 // NewRuntime starts an actor system for the lock actors of one Client.
@@ -115,6 +120,11 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	conn := redisio.NewConn(rdb, topo, cfg.ReplicaSync)
 	rt := newRuntimeOn(cfg, conn, redisio.NewPubSub(rdb, topo, cfg.PubSubHealth, cfg.Logger))
 	rt.conn = conn
+	if conn.FollowsMaster() {
+		rt.watches = true
+		rt.watching.Add(1)
+		go rt.watchMaster()
+	}
 	return rt
 }
 
@@ -336,6 +346,9 @@ func (rt *Runtime) Close() {
 		rt.cfg.Logger.Warn("lockactor: Close left actors waiting on Redis", "grace", rt.cfg.CloseGrace)
 	}
 	rt.cancel()
+	if !syncx.WaitUntil(&rt.watching, deadline) {
+		rt.cfg.Logger.Warn("lockactor: Close left the master watcher waiting on Redis", "grace", rt.cfg.CloseGrace)
+	}
 	if !rt.ps.Close(deadline) {
 		rt.cfg.Logger.Warn("lockactor: Close left a pub/sub connection waiting on Redis", "grace", rt.cfg.CloseGrace)
 	}

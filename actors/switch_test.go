@@ -1,0 +1,69 @@
+package actors
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor/messages"
+)
+
+// What a master switch's read of the new master does to a hold (reread,
+// endBy): a missing hold is lost at once; one the new master keeps for
+// less time than the runtime counted on ends then, and until the last read
+// no renewal moves a watchdog hold past that.
+func TestRereadAfterSwitch(t *testing.T) {
+	const watchdog = 30 * time.Second
+	k := holdKey{"client:1", messages.Exclusive}
+	for _, tc := range []struct {
+		name     string
+		lease    time.Duration // 0: watchdog
+		left     time.Duration // what the new master said
+		final    bool
+		released bool // the hold was released before the answer came
+		renew    bool // a renewal is confirmed after the answer
+		lostBy   time.Duration
+		lost     bool // Lost must close by lostBy (else stay open that long)
+		dropped  bool // the hold is off the record at once
+	}{
+		{name: "watchdog hold missing there", left: 0, lost: true, dropped: true},
+		{name: "fixed-lease hold missing there", lease: 20 * time.Second, left: 0, lost: true, dropped: true},
+		{name: "fixed lease that ends sooner there", lease: 20 * time.Second, left: 150 * time.Millisecond, lostBy: time.Second, lost: true},
+		{name: "fixed lease kept as long there", lease: 20 * time.Second, left: 20 * time.Second, lostBy: 300 * time.Millisecond},
+		{name: "watchdog hold kept there briefly", left: 150 * time.Millisecond, lostBy: time.Second, lost: true},
+		{name: "renewal while following counts only to the new master's end", left: 150 * time.Millisecond, renew: true, lostBy: time.Second, lost: true},
+		{name: "renewal after the last read counts again", left: 150 * time.Millisecond, final: true, renew: true, lostBy: 500 * time.Millisecond},
+		{name: "no TTL there: nothing to cap", left: -1, lostBy: 300 * time.Millisecond},
+		{name: "released before the answer", left: 0, released: true, lostBy: 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
+			hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, watchdog)
+			h := hb.granted(k, time.Now(), tc.lease, 0)
+			defer h.stopDeadline()
+			read := &holdsRead{keys: []holdKey{k}, holds: []*hold{h}, left: []time.Duration{tc.left},
+				sent: time.Now(), recv: time.Now(), final: tc.final}
+			if tc.released {
+				hb.giveUp(k)
+			}
+			hb.reread(read)
+			if tc.renew {
+				h.confirm(time.Now(), watchdog)
+			}
+			if _, kept := hb.holds[k]; kept == tc.dropped && !tc.released {
+				t.Errorf("hold on the record: %v, want %v", kept, !tc.dropped)
+			}
+			select {
+			case <-h.lost:
+				if !tc.lost {
+					t.Fatal("Lost closed")
+				}
+			case <-time.After(max(tc.lostBy, 10*time.Millisecond)):
+				if tc.lost {
+					t.Fatalf("Lost still open %v after the read", tc.lostBy)
+				}
+			}
+		})
+	}
+}
