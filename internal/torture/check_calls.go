@@ -111,6 +111,9 @@ func notHeldExplained(l *Log, c *Call, spanOf map[int]Span) bool {
 		if restartDuring(l, h.Res, Interval{h.AcqStart, c.End}) {
 			return true
 		}
+		if switchDuring(l, h.AcqStart, c.End) {
+			return true
+		}
 		for _, f := range l.Faults {
 			// Its release was refused (for its Client, or every Client of
 			// the server) while the hold's lease ran out.

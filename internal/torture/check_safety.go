@@ -13,6 +13,12 @@ import (
 // overlap of at most lim.LostTolerance is forgiven when the span that ended
 // first ended by Lost.
 func CheckMutualExclusion(l *Log, spans []Span, lim Limits) []Violation {
+	return exclusion(l, spans, lim, nil)
+}
+
+// exclusion is CheckMutualExclusion, leaving out the overlaps excused
+// says are explained (nil: none), earlier span first.
+func exclusion(l *Log, spans []Span, lim Limits, excused func(earlier, later Span) bool) []Violation {
 	byRes := map[string][]Span{}
 	for _, s := range spans {
 		if !s.H.Prim.Counted() && !s.Empty() {
@@ -35,7 +41,7 @@ func CheckMutualExclusion(l *Log, spans []Span, lim Limits) []Violation {
 					first = s
 				}
 				overlap := first.B.Sub(s.A)
-				if first.By == ByLost && overlap <= lim.LostTolerance {
+				if first.By == ByLost && overlap <= lim.LostTolerance || excused != nil && excused(a, s) {
 					continue
 				}
 				vs = append(vs, Violation{Check: VExclusion, At: s.A, Msg: fmt.Sprintf(

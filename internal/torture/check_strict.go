@@ -58,7 +58,7 @@ type StrictLimits struct {
 func CheckStrict(l *Log, lim Limits, rx Relaxations, sl StrictLimits) []Violation {
 	safe := SafeSpans(l)
 	var vs []Violation
-	vs = append(vs, CheckMutualExclusion(l, safe, lim)...)
+	vs = append(vs, exclusion(l, safe, lim, func(a, b Span) bool { return toldOfSwitch(l, a, b) })...)
 	vs = append(vs, CheckLostDeadline(l, sl)...)
 	vs = append(vs, CheckClientTokens(l)...)
 	vs = append(vs, CheckSettle(l)...)

@@ -322,6 +322,9 @@ type Log struct {
 	// RenewReplies are the renewals the hook saw answered 1 (see
 	// CheckLostDeadline).
 	RenewReplies []RenewReply
+	// Switches are the moments the sentinels named a new master (strict
+	// variant only; see CheckStrict).
+	Switches []Switch
 	// Settle is what the strict variant saw of the names once the run and
 	// its faults were over (see CheckSettle); nil in other runs.
 	Settle *Settle

@@ -141,6 +141,10 @@ func Run(tb testing.TB, cfg Config) Result {
 		r.connect()
 		plan = Plan(cfg.Seed, cfg.Duration, clients)
 	}
+	var switches *switchWatch
+	if st, ok := cfg.Topology.(strictTopology); ok {
+		switches = watchSwitches(st.sentinels())
+	}
 	start := time.Now()
 	r.start = start
 	r.newGeneration(0)
@@ -173,6 +177,9 @@ func Run(tb testing.TB, cfg Config) Result {
 	}
 	<-injected
 	log := r.collect(start, time.Now())
+	if switches != nil {
+		log.Switches = switches.end()
+	}
 	r.settle(log)
 	r.checkSemCounts()
 

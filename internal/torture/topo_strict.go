@@ -39,6 +39,7 @@ type strictTopology interface {
 	Topology
 	strict() StrictLimits
 	weights() *[numSteps]int
+	sentinels() (master string, addrs []string) // whom switchWatch asks
 }
 
 // SentinelStrictTopology is issue 21's Sentinel torture: s (from
@@ -67,6 +68,8 @@ func (t *strictTopo) strict() StrictLimits {
 }
 
 func (t *strictTopo) weights() *[numSteps]int { return &strictWeights }
+
+func (t *strictTopo) sentinels() (string, []string) { return t.s.MasterName(), t.s.Addrs() }
 
 func (t *strictTopo) plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 	var fixed []Planned
@@ -204,6 +207,10 @@ func (r *runner) topoFigures(l *Log) map[string]int {
 	// Counted even when zero, so that a run's figures show each of them.
 	m["holds whose Lost closed while held"], m["names not free at the settle"] = 0, 0
 	m["tokens back or repeated across Clients (not judged)"] = len(CheckFencingTokens(l, SafeSpans(l)))
+	m["master switches (sentinels naming a new one)"] = len(l.Switches)
+	n, longest := switchOverlaps(l, r.lim)
+	m["overlaps after a switch, one side told within 1s (allowed)"] = n
+	m["longest allowed overlap after a switch (ms)"] = int(longest.Milliseconds())
 	t := &r.topo.sent
 	m["grant scripts sent with WAIT"] = int(t.GrantsWait.Load())
 	m["grant scripts sent without WAIT"] = int(t.GrantsNoWait.Load())

@@ -1,0 +1,154 @@
+package torture
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Switch is a moment the sentinels named a new master: the earliest a
+// Client could learn of the switch (a Client's go-redis asks the sentinels
+// the same question when it dials).
+type Switch struct {
+	At       time.Time
+	From, To string
+}
+
+// switchPoll is how often switchWatch asks every sentinel.
+const switchPoll = 10 * time.Millisecond
+
+// switchWatch asks every sentinel, every switchPoll, which server is
+// master, and records the first moment any of them names another one.
+type switchWatch struct {
+	stop chan struct{}
+	done chan struct{}
+	at   []Switch // written by the watching goroutine until done closes
+}
+
+// watchSwitches starts a switchWatch over the sentinels at addrs.
+func watchSwitches(master string, addrs []string) *switchWatch {
+	w := &switchWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	clients := make([]*redis.SentinelClient, len(addrs))
+	for i, a := range addrs {
+		clients[i] = redis.NewSentinelClient(&redis.Options{Addr: a, DialTimeout: time.Second,
+			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
+	}
+	go func() {
+		defer close(w.done)
+		defer func() {
+			for _, c := range clients {
+				_ = c.Close()
+			}
+		}()
+		latest := ""                         // the newest master any sentinel named
+		said := make([]string, len(clients)) // each sentinel's last answer
+		tick := time.NewTicker(switchPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+			for i, c := range clients {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				hp, err := c.GetMasterAddrByName(ctx, master).Result()
+				cancel()
+				if err != nil || len(hp) != 2 {
+					continue
+				}
+				addr := hp[0] + ":" + hp[1]
+				switch {
+				case addr == said[i]:
+				case latest == "":
+					latest = addr
+				case said[i] != "" && addr != latest:
+					// A sentinel changed its answer to a server none named
+					// last: a switch (a lagging sentinel catching up to
+					// latest is none).
+					w.at = append(w.at, Switch{At: time.Now(), From: latest, To: addr})
+					latest = addr
+				}
+				said[i] = addr
+			}
+		}
+	}()
+	return w
+}
+
+// end stops the watch and returns what it saw.
+func (w *switchWatch) end() []Switch {
+	close(w.stop)
+	<-w.done
+	return w.at
+}
+
+// switchBefore is the latest switch in ss at or before t; ok false if none.
+func switchBefore(ss []Switch, t time.Time) (s Switch, ok bool) {
+	for _, x := range ss {
+		if !x.At.After(t) {
+			s, ok = x, true
+		}
+	}
+	return s, ok
+}
+
+// switchNotice is how soon after the sentinels name a new master the
+// runtime promises to have read its holds there (every 250ms until its
+// pool follows), with room for a loaded machine: a hold missing there
+// closes Lost by then.
+const switchNotice = time.Second
+
+// switchDuring reports whether the sentinels named a new master between
+// from-switchNotice and to: a write sent in that time may have reached the
+// former master only, and be gone.
+func switchDuring(l *Log, from, to time.Time) bool {
+	for _, s := range l.Switches {
+		if !s.At.Before(from.Add(-switchNotice)) && !s.At.After(to) {
+			return true
+		}
+	}
+	return false
+}
+
+// toldOfSwitch reports whether an overlap of two spans is one a master
+// switch explains, as CheckStrict allows: the later was granted after the
+// sentinels named a new master, and one of the two was granted no later
+// than switchNotice after that switch and ended (its Lost closed, or its
+// owner let go) within switchNotice of the switch or of its own grant,
+// whichever came last. The lost one may be either: the earlier hold, gone
+// with the former master, or the later one, granted there by a Client
+// whose pool had not followed yet.
+func toldOfSwitch(l *Log, earlier, later Span) bool {
+	s, ok := switchBefore(l.Switches, later.A)
+	if !ok {
+		return false
+	}
+	reach := s.At.Add(switchNotice)
+	endedSoon := func(sp Span) bool {
+		from := s.At
+		if sp.A.After(from) {
+			from = sp.A
+		}
+		return !sp.A.After(reach) && !sp.B.After(from.Add(switchNotice))
+	}
+	return endedSoon(earlier) || endedSoon(later)
+}
+
+// switchOverlaps counts the overlaps toldOfSwitch excuses, and the longest.
+func switchOverlaps(l *Log, lim Limits) (n int, longest time.Duration) {
+	exclusion(l, SafeSpans(l), lim, func(a, b Span) bool {
+		if !toldOfSwitch(l, a, b) {
+			return false
+		}
+		n++
+		end := a.B
+		if b.B.Before(end) {
+			end = b.B
+		}
+		longest = max(longest, end.Sub(b.A))
+		return true
+	})
+	return n, longest
+}
