@@ -2,7 +2,6 @@ package lockactor_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -50,9 +49,6 @@ func TestTortureReplicaSync(t *testing.T) {
 	}
 }
 
-// tortureStrictEnv=1 makes TestTortureSentinelStrict fail on violations.
-const tortureStrictEnv = "LOCKACTOR_TORTURE_STRICT"
-
 // strictWorkers are TestTortureSentinelStrict's goroutines: 6 on each of
 // the 3 Clients its workload uses (issue 21).
 const strictWorkers = 18
@@ -66,32 +62,22 @@ const strictWorkers = 18
 // safety around failovers: each critical section counts until its Lost
 // closed, a watchdog hold's Lost must close by the end its Client could
 // compute, one Client's tokens never go back, and every name must be free
-// soon after the run. It runs 15s, or LOCKACTOR_TORTURE's length.
-//
-// Known open, issue 21: the runtime does not yet re-verify its holds when
-// the master switches, nor repair fair queues after a switch, so this
-// variant is expected to find overlaps, unexplained ErrNotHeld, and fair
-// waiters kept waiting today. So that CI stays green, violations of those
-// checks (knownOpenChecks) are only logged ("known open: issue 21") unless
-// LOCKACTOR_TORTURE_STRICT=1 is set; every other check (hangs, one
-// Client's tokens, Lost past the computed end, the settle, renewals after
-// Unlock, ...) fails the test at any length, as in the other variants.
+// soon after the run. A master switch explains an overlap only when the
+// later grant followed the sentinels' naming a new master and one of the
+// two holds, granted within a second of it, ended within a second (see
+// CONTRIBUTING.md). It runs 15s, or LOCKACTOR_TORTURE's length.
 func TestTortureSentinelStrict(t *testing.T) {
-	strict := os.Getenv(tortureStrictEnv) == "1"
-	runTopology(t, topologyRun{def: 15 * time.Second, workers: strictWorkers, knownOpen: !strict, env: tortureStrictEnv + "=1 "},
+	runTopology(t, topologyRun{def: 15 * time.Second, workers: strictWorkers},
 		func(t *testing.T) torture.Topology {
 			return torture.SentinelStrictTopology(redistest.StartSentinelReplicas(t, 2))
 		})
 }
 
-// topologyRun is how runTopology runs a variant: its default length, its
-// workers, and whether its violations are a known open issue (logged, not
-// failed; see TestTortureSentinelStrict). env prefixes the replay line.
+// topologyRun is how runTopology runs a variant: its default length and
+// its workers.
 type topologyRun struct {
-	def       time.Duration
-	workers   int
-	knownOpen bool
-	env       string
+	def     time.Duration
+	workers int
 }
 
 // runTopologyTorture starts the deployment (skipping where its tools are
@@ -111,7 +97,7 @@ func runTopology(t *testing.T, run topologyRun, deploy func(*testing.T) torture.
 	if !ok {
 		seed = time.Now().UnixNano()
 	}
-	replay := fmt.Sprintf("%s%s=%d %s=%v go test -race -run '^%s$' -count=1 -v .", run.env, tortureSeedEnv, seed, tortureEnv, d, t.Name())
+	replay := fmt.Sprintf("%s=%d %s=%v go test -race -run '^%s$' -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d, t.Name())
 	t.Logf("torture seed %d for %v; replay: %s", seed, d, replay)
 	topo := deploy(t)
 	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, Topology: topo, OwnerOf: lockactor.OwnerOf,
@@ -119,30 +105,6 @@ func runTopology(t *testing.T, run topologyRun, deploy func(*testing.T) torture.
 		DumpPath: tortureDump(t.Name(), seed),
 		// As TestTorture: latch records outlived by the longest outages.
 		Options: []lockactor.Option{lockactor.WithLatchKeep(2 * time.Second)}})
-	if run.knownOpen {
-		var open, other []torture.Violation
-		for _, v := range res.Violations {
-			if knownOpenChecks[v.Check] {
-				open = append(open, v)
-			} else {
-				other = append(other, v)
-			}
-		}
-		if len(open) > 0 {
-			t.Logf("known open: issue 21: %d violation(s), not failing (set %s=1 to fail); replay: %s\n%s",
-				len(open), tortureStrictEnv, replay, violationsText(open))
-		}
-		res.Violations = other
-	}
 	reportTorture(t, seed, replay, res)
 	return res
-}
-
-// knownOpenChecks are the checks whose violations a known-open run logs
-// rather than fails: what issue 21's unbuilt fixes leave (a holder not
-// told that a switch took its hold: overlaps, an Unlock's unexplained
-// ErrNotHeld; a fair queue's ghost entry: a waiter kept from a free lock,
-// a queue not empty at the end). Every other check fails such a run too.
-var knownOpenChecks = map[string]bool{
-	torture.VExclusion: true, torture.VErrors: true, torture.VLiveness: true, torture.VFairQueue: true,
 }

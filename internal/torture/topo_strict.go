@@ -52,8 +52,10 @@ type strictTopology interface {
 // failover windows, and after the run every name must become free (see
 // CheckSettle). A grant confirmed by the replica still attached to the
 // old master and discarded when Sentinel re-points that replica (a full
-// resync) is what it is meant to reach; until the runtime re-verifies its
-// holds when the master switches, it is expected to find violations.
+// resync) is what it is meant to reach: the runtime re-reads its holds on
+// the new master when the sentinels name one, and CheckStrict allows an
+// overlap only when that told one of the two holders within switchNotice
+// (toldOfSwitch).
 func SentinelStrictTopology(s *redistest.Sentinel) Topology { return &strictTopo{sentinelTopo{s: s}} }
 
 func (t *strictTopo) name() string { return "sentinel-strict" }
