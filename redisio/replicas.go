@@ -45,9 +45,12 @@ type syncTarget struct {
 }
 
 // targetAt works out the sync for a pipeline on the master at addr, whose
-// client is rdb. Errors reading the master's facts leave the pipeline
-// unsynced rather than failing it: its scripts will meet the same trouble
-// and report it.
+// client is rdb. An error reading the master's facts does not fail the
+// pipeline (its scripts meet the same trouble, or do not) and does not
+// turn sync off for it either: an explicit count is waited for as it is,
+// and "every replica" counts the replicas last read (none when never read).
+// A transient INFO error once sent such a pipeline without WAIT, and its
+// grants counted as confirmed.
 //
 // WAIT confirms unless the policy asks for WAITAOF: the master's AOF says
 // nothing of its replicas', and a replica without AOF never acknowledges
@@ -71,8 +74,11 @@ func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalCli
 		}
 		f, err = nodeFacts{}, nil
 	}
-	if err != nil || f.noWait {
+	if f.noWait {
 		return syncTarget{}
+	}
+	if err != nil {
+		c.topo.log.Debug("lockactor: reading the master's replicas failed; syncing by what was last read", "addr", addr, "err", err)
 	}
 	need := c.sync.Replicas
 	if need < 0 {
