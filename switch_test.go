@@ -231,15 +231,8 @@ func TestSwitchCancelsFairGhosts(t *testing.T) {
 		_, err := nc.ZScore(ctx, timeouts, owner).Result()
 		return err == nil
 	}
-	deadline := returned.Add(5 * time.Second)
-	for queued(nc, ghost) || inZset(ghost) {
-		if time.Now().After(deadline) {
-			q, _ := nc.LRange(ctx, queue, 0, -1).Result()
-			t.Fatalf("ghost %s still on the new master 5s after Failover (queue %q, in timeouts: %v)",
-				ghost, q, inZset(ghost))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	within(t, 5*time.Second, "ghost "+ghost+" gone from the new master's queue and timeouts",
+		func() bool { return !queued(nc, ghost) && !inZset(ghost) })
 	gone := time.Now()
 	t.Logf("ghost gone from the new master %+v relative to Failover's return (%v after it began; Failover took %v)",
 		gone.Sub(returned).Round(time.Millisecond), gone.Sub(started).Round(time.Millisecond),

@@ -365,6 +365,14 @@ func (rt *Runtime) shutdownCtx() context.Context {
 	return rt.stopCtx
 }
 
+// hasActors reports whether any lock actor is registered, without counting
+// them all.
+func (rt *Runtime) hasActors() bool {
+	found := false
+	rt.locks.Range(func(any, any) bool { found = true; return false })
+	return found
+}
+
 // Actors is the number of lock actors currently registered (retiring ones
 // excluded).
 func (rt *Runtime) Actors() int {

@@ -82,7 +82,7 @@ func (rt *Runtime) watchMaster() {
 			return
 		case <-tick.C:
 		}
-		if since.IsZero() && rt.Actors() == 0 {
+		if since.IsZero() && !rt.hasActors() {
 			continue // idle: silent
 		}
 		ctx, cancel := context.WithTimeout(rt.ctx, 4*switchCheckEvery)
@@ -164,8 +164,8 @@ func (rt *Runtime) forgetFair(cutoff time.Time) {
 }
 
 // recheck reads every hold of the book on m's server; the answer comes
-// back as a holdsRead. field names a hold's field in the lock's hash.
-func (hb *holdBook) recheck(m *switched, field func(holdKey) string) {
+// back as a holdsRead.
+func (hb *holdBook) recheck(m *switched) {
 	b := hb.b
 	if len(hb.holds) == 0 || b.rt.conn == nil {
 		return
@@ -174,7 +174,7 @@ func (hb *holdBook) recheck(m *switched, field func(holdKey) string) {
 	fields := make([]string, 0, len(hb.holds))
 	for k, h := range hb.holds {
 		r.keys, r.holds = append(r.keys, k), append(r.holds, h)
-		fields = append(fields, field(k))
+		fields = append(fields, holdField(k))
 	}
 	b.rt.conn.HoldsOnThen(b.rt.ctx, m.server, b.key.Name, fields, func(left []time.Duration, err error) {
 		r.left, r.err, r.recv = left, err, time.Now()
@@ -240,8 +240,9 @@ func (h *hold) loseAt(t time.Time) {
 	h.deadline.Reset(d)
 }
 
-// field is the hash field of k's holds: the owner, or its write field.
-func (a *lockActor) field(k holdKey) string {
+// holdField is the hash field of k's holds: the owner, or its write
+// field (a read-write lock's write view).
+func holdField(k holdKey) string {
 	if k.mode == messages.Write {
 		return redisio.WriteField(k.owner)
 	}
@@ -251,7 +252,7 @@ func (a *lockActor) field(k holdKey) string {
 // switched re-reads the holds after a switch and lets the waiters try at
 // once: the holder they waited for may have been lost with it.
 func (a *lockActor) switched(m *switched) {
-	a.recheck(m, a.field)
+	a.recheck(m)
 	if a.waiters.len() > 0 {
 		a.forgetVerdict()
 	}
@@ -261,7 +262,7 @@ func (a *lockActor) switched(m *switched) {
 // waiters try at once (an owner missing from the new master's queue joins
 // it again with its attempt).
 func (a *fairActor) switched(m *switched) {
-	a.recheck(m, func(k holdKey) string { return k.owner })
+	a.recheck(m)
 	for _, w := range a.waiting {
 		w.due = time.Time{}
 	}

@@ -16,9 +16,9 @@ import (
 // before Sentinel re-points it and its copy is replaced by the new master's.
 // What was written there in that time is gone. So the runtime asks, while
 // it has holds or waiters, which server the sentinels name; when that
-// changes, it reads its holds on that server directly, through a connection
-// of its own (DirectOn), until the client's pool reaches it too
-// (PoolReaches).
+// changes, it reads its holds on that server directly, through a client of
+// its own (HoldsOnThen, QueuedOnThen), until the client's pool reaches it
+// too (PoolReaches).
 
 // FollowsMaster reports whether the Conn's client follows a Sentinel
 // group's master, which can change under it (see followsMaster).
@@ -64,6 +64,12 @@ func masterAddr(ctx context.Context, rdb redis.UniversalClient) string {
 // user's client (credentials, TLS, timeouts), made once per address and
 // closed with the Conn.
 func (c *Conn) direct(ctx context.Context, addr string) (*redis.Client, error) {
+	c.mu.Lock()
+	d := c.directs[addr]
+	c.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
 	var template redis.Options
 	switch r := c.rdb.(type) {
 	case *redis.ClusterClient: // a FailoverClusterClient: a node's options
@@ -89,7 +95,7 @@ func (c *Conn) direct(ctx context.Context, addr string) (*redis.Client, error) {
 	// Per-client machinery the copied options point at: a client of its
 	// own makes its own (sharing the push processor fails to register).
 	template.PushNotificationProcessor, template.ClientSideCacheConfig = nil, nil
-	d := redis.NewClient(&template)
+	d = redis.NewClient(&template)
 	if c.directs == nil {
 		c.directs = make(map[string]*redis.Client)
 	}
