@@ -210,10 +210,12 @@ func (hb *holdBook) reread(m *holdsRead) (lostAny bool) {
 }
 
 // endBy applies the new master's word that h's key expires between low
-// and high. A watchdog hold's deadline moves to low if that is sooner, and
-// until the last read (final) no renewal moves it past low: one that landed
-// on the former master counts for nothing. A fixed-lease hold whose key
-// surely expires before its lease would have ended loses at low.
+// and high. A watchdog hold's deadline becomes the sooner of low and its
+// last confirmed renewal's end, later as well as sooner (an earlier read,
+// delayed by a paused server, may have set it too soon), and until the
+// last read (final) no renewal moves it past low: one that landed on the
+// former master counts for nothing. A fixed-lease hold whose key surely
+// expires before its lease would have ended loses at low.
 func (h *hold) endBy(low, high time.Time, final bool, watchdog time.Duration) {
 	if h.lease > 0 {
 		if high.Before(h.confirmed.Add(h.lease)) {
@@ -225,9 +227,15 @@ func (h *hold) endBy(low, high time.Time, final bool, watchdog time.Duration) {
 	if !final {
 		h.cap = low
 	}
-	if low.Before(h.confirmed.Add(watchdog)) {
-		h.loseAt(low)
+	h.loseAt(earliest(low, h.confirmed.Add(watchdog)))
+}
+
+// earliest is the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
 	}
+	return b
 }
 
 // loseAt arms h's deadline to close Lost at t.

@@ -67,3 +67,28 @@ func TestRereadAfterSwitch(t *testing.T) {
 		})
 	}
 }
+
+// A read that finds more time than an earlier one moves a watchdog hold's
+// deadline back: the earlier read may have been delayed by a paused new
+// master (its TTL read late, its end computed from the send time), and a
+// hold that is still there must not be reported lost at that stale end.
+func TestRereadMovesDeadlineBack(t *testing.T) {
+	const watchdog = 30 * time.Second
+	k := holdKey{"client:1", messages.Exclusive}
+	rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
+	hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, watchdog)
+	h := hb.granted(k, time.Now(), 0, 0)
+	defer h.stopDeadline()
+	read := func(left time.Duration, final bool) {
+		now := time.Now()
+		hb.reread(&holdsRead{keys: []holdKey{k}, holds: []*hold{h}, left: []time.Duration{left}, sent: now, recv: now, final: final})
+	}
+	read(150*time.Millisecond, false) // delayed: the end looks near
+	h.confirm(time.Now(), watchdog)   // a renewal while following: capped there
+	read(watchdog, true)              // the last read: the key has its full lease
+	select {
+	case <-h.lost:
+		t.Fatal("Lost closed at the stale end of an earlier read")
+	case <-time.After(400 * time.Millisecond):
+	}
+}
