@@ -81,7 +81,9 @@ func (h *Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // the whole pipeline (the watchdog's batched renewals travel this way).
 func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		return h.fault(cmds, func() error { return next(ctx, cmds) })
+		err := h.fault(cmds, func() error { return next(ctx, cmds) })
+		h.Sent.infoOutcome(cmds, err)
+		return err
 	}
 }
 

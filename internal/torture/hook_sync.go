@@ -17,6 +17,24 @@ import (
 type SyncTally struct {
 	GrantsWait, GrantsNoWait     atomic.Int64
 	RenewalsWait, RenewalsNoWait atomic.Int64
+	// InfoFailed counts the INFO reads that failed (a hook fault, a
+	// stopped or killed server): the runtime then syncs by the replica
+	// count it read last (redisio's targetAt).
+	InfoFailed atomic.Int64
+}
+
+// infoOutcome counts cmds as a failed INFO read when they carry INFO and
+// err says they failed (nil t: none).
+func (t *SyncTally) infoOutcome(cmds []redis.Cmder, err error) {
+	if t == nil || err == nil {
+		return
+	}
+	for _, cmd := range cmds {
+		if cmd.Name() == "info" {
+			t.InfoFailed.Add(1)
+			return
+		}
+	}
 }
 
 // grantSHAs are the scripts that can grant a lock hold (hand-offs grant

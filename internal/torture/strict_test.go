@@ -188,3 +188,29 @@ func TestHookRenewReplies(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncTallyInfoFailed: a failed pipeline that carries INFO counts as a
+// failed INFO read; a failed script or a good INFO does not.
+func TestSyncTallyInfoFailed(t *testing.T) {
+	ctx := context.Background()
+	info := func() []redis.Cmder { return []redis.Cmder{redis.NewStringCmd(ctx, "info", "replication")} }
+	script := func() []redis.Cmder { return []redis.Cmder{redis.NewCmd(ctx, "evalsha", "x", 0)} }
+	for _, tt := range []struct {
+		name string
+		cmds []redis.Cmder
+		err  error
+		want int64
+	}{
+		{"INFO refused", info(), ErrRefused, 1},
+		{"INFO answered", info(), nil, 0},
+		{"script refused", script(), ErrRefused, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var tally SyncTally
+			tally.infoOutcome(tt.cmds, tt.err)
+			if got := tally.InfoFailed.Load(); got != tt.want {
+				t.Fatalf("InfoFailed = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

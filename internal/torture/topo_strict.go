@@ -193,10 +193,19 @@ func describeKeys(ctx context.Context, rdb redis.UniversalClient, keys []string,
 	return strings.Join(parts, "; ")
 }
 
-// topoFigures are the topology's figures; a strict run's say what it
-// cuts nothing at and add the sync and settle counts.
+// topoFigures are the topology's figures, with the replica-sync counts
+// when sync is on; a strict run's say what it cuts nothing at and add the
+// renewal confirmations and settle counts.
 func (r *runner) topoFigures(l *Log) map[string]int {
 	m := r.topo.figures(l)
+	if t := &r.topo.sent; t.GrantsWait.Load() > 0 || t.RenewalsWait.Load() > 0 {
+		// Replica sync is on (WAIT was sent): how much went without it.
+		m["grant scripts sent with WAIT"] = int(t.GrantsWait.Load())
+		m["grant scripts sent without WAIT"] = int(t.GrantsNoWait.Load())
+		m["renewals sent with WAIT"] = int(t.RenewalsWait.Load())
+		m["renewals sent without WAIT"] = int(t.RenewalsNoWait.Load())
+		m["master INFO reads failed (synced by the last count)"] = int(t.InfoFailed.Load())
+	}
 	sl, ok := r.strict()
 	if !ok {
 		return m
@@ -213,11 +222,6 @@ func (r *runner) topoFigures(l *Log) map[string]int {
 	n, longest := switchOverlaps(l, r.lim)
 	m["overlaps after a switch, one side told within 1s (allowed)"] = n
 	m["longest allowed overlap after a switch (ms)"] = int(longest.Milliseconds())
-	t := &r.topo.sent
-	m["grant scripts sent with WAIT"] = int(t.GrantsWait.Load())
-	m["grant scripts sent without WAIT"] = int(t.GrantsNoWait.Load())
-	m["renewals sent with WAIT"] = int(t.RenewalsWait.Load())
-	m["renewals sent without WAIT"] = int(t.RenewalsNoWait.Load())
 	for _, rr := range l.RenewReplies {
 		switch {
 		case rr.Acks < 0:
