@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -84,7 +85,38 @@ func (t *strictTopo) plan(seed int64, d time.Duration, clients map[string]int) [
 		{FaultFailover, 2, 2 * time.Second, 4 * time.Second},
 		{FaultStopMaster, 2, 300 * time.Millisecond, 800 * time.Millisecond},
 		{FaultClientKill, 1, 100 * time.Millisecond, 100 * time.Millisecond},
+		{FaultFailoverStopNew, 1, 300 * time.Millisecond, 600 * time.Millisecond},
 	}, fixed)
+}
+
+// apply runs p: FaultFailoverStopNew here, every other fault as the
+// Sentinel variant does.
+func (t *strictTopo) apply(r *runner, tb testing.TB, p Planned) {
+	if p.Kind != FaultFailoverStopNew {
+		t.sentinelTopo.apply(r, tb, p)
+		return
+	}
+	var old *redistest.Server
+	if err := r.tryRig(tb, func(tb testing.TB) { old = t.s.WaitStable(tb) }); err != nil || r.stopping() {
+		return
+	}
+	f := Fault{Kind: p.Kind, Server: "sentinel", Start: time.Now()}
+	r.lossy(func() {
+		done := make(chan error, 1)
+		go func() { done <- r.tryRig(tb, func(tb testing.TB) { t.s.Failover(tb) }) }()
+		stopped := "no new master named within 10s"
+		for give := time.Now().Add(10 * time.Second); time.Now().Before(give); time.Sleep(5 * time.Millisecond) {
+			if m := t.s.Master(); m != nil && m != old {
+				stopped = r.sigstop(tb, time.Now(), m, p.Dur, true, nil)
+				break
+			}
+		}
+		err := <-done
+		r.topo.addUnsafe(Interval{f.Start, time.Now().Add(topoSettle)}, "SENTINEL FAILOVER, new master stopped", nil)
+		f.Detail = fmt.Sprintf("%s -> %s (rig: %v)", old.Addr(), stopped, err)
+	})
+	f.End = time.Now()
+	r.record(f)
 }
 
 // strict returns the run's StrictLimits when its topology is strict.

@@ -80,13 +80,18 @@ const (
 	// FaultClientKill kills every normal and pub/sub connection on every
 	// data node.
 	FaultClientKill
+	// FaultFailoverStopNew is a SENTINEL FAILOVER whose new master is
+	// SIGSTOPped the moment the sentinels name it: the runtime's reads of
+	// its holds there, and its check that the pool has followed, wait or
+	// fail while it follows the switch (strict variant).
+	FaultFailoverStopNew
 )
 
 var topoFaultNames = map[FaultKind]string{
 	FaultFailover: "failover", FaultCrash: "crash-failover", FaultNodeDown: "node-down", FaultNodeBack: "node-back",
 	FaultSlotMove: "slot-move", FaultMigrating: "slot-migrating", FaultStopMaster: "sigstop-master",
 	FaultStopReplica: "sigstop-replica", FaultRestartReplica: "replica-restart", FaultKillLink: "client-kill-replica-link",
-	FaultClientKill: "client-kill-all",
+	FaultClientKill: "client-kill-all", FaultFailoverStopNew: "failover-stop-new",
 }
 
 // topoSettle is how long after a failover ends a Client may still send to
