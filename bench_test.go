@@ -224,3 +224,69 @@ func lockUnlock(ctx context.Context, l *lockactor.Lock) error {
 	}
 	return l.Unlock(ctx)
 }
+
+// BenchmarkLatchServerCost reports what redis-server spends on one
+// uncontended pair of scripts, raw (Redisson's two) and latched (as the
+// runtime sends them), in µs of the server's own time (INFO commandstats:
+// an EVALSHA's time includes the commands inside it). The two alternate in
+// blocks of 500 pairs on one connection pool.
+func BenchmarkLatchServerCost(b *testing.B) {
+	srv := redistest.Start(b)
+	rdb := srv.Client(b)
+	ctx := context.Background()
+	owner := uuid.NewString() + ":1"
+	latch := redisio.LatchKey("latched", "bench", "lock")
+	lockKeys := []string{"latched", latch}
+	unlockKeys := []string{"latched", redisio.LockChannel("latched"), latch}
+	var seq uint64
+	latchedPair := func() error {
+		seq++
+		if err := scripts.Latched.Lock.Run(ctx, rdb, lockKeys, "30000", owner, seq, "60000").Err(); err != nil {
+			return err
+		}
+		seq++
+		return scripts.Latched.Unlock.Run(ctx, rdb, unlockKeys, "0", "30000", owner, "publish", seq, "60000").Err()
+	}
+	var rawUsec, latchedUsec float64
+	var pairs int
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(500, b.N-done)
+		for _, side := range []struct {
+			pair func() error
+			usec *float64
+		}{
+			{func() error { return rawPair(ctx, rdb, "raw", owner) }, &rawUsec},
+			{latchedPair, &latchedUsec},
+		} {
+			before := evalshaUsec(b, rdb)
+			for i := 0; i < n; i++ {
+				if err := side.pair(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			*side.usec += evalshaUsec(b, rdb) - before
+		}
+		done += n
+		pairs += n
+	}
+	b.StopTimer()
+	b.ReportMetric(rawUsec/float64(pairs), "raw-server-µs/pair")
+	b.ReportMetric(latchedUsec/float64(pairs), "latched-server-µs/pair")
+}
+
+// evalshaUsec reads the server's total time in EVALSHA, in µs.
+func evalshaUsec(tb testing.TB, rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
+			_, usec, _ := strings.Cut(rest, "usec=")
+			v, _ := strconv.ParseFloat(usec[:strings.IndexByte(usec, ',')], 64)
+			return v
+		}
+	}
+	return 0
+}
