@@ -2,6 +2,7 @@ package torture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ const replicaSyncTimeout = 300 * time.Millisecond
 // the replica is read on its own connection: the field must be there (see
 // CheckReplicaGrants). The faults take the replica away so that grants
 // must be refused: the replica SIGSTOPped for 0.6-2s (past the WAIT
-// timeout, so that grants meanwhile cannot be confirmed), killed and restarted
+// timeout, so that grants meanwhile cannot be confirmed; a probe of the
+// rig's own checks that one is refused), killed and restarted
 // (it resynchronises from empty: probes meanwhile are not judged), its
 // replication link cut (CLIENT KILL TYPE replica); and the master
 // SIGSTOPped for 200-800ms, CLIENT KILL of the master's connections, hook
@@ -65,12 +67,10 @@ func (t *replicaTopo) apply(r *runner, tb testing.TB, p Planned) {
 	master, rep := t.pair.Master(), t.pair.Replica()
 	f := Fault{Kind: p.Kind, Server: "replicated", Start: time.Now()}
 	switch p.Kind {
-	case FaultStopReplica, FaultStopMaster:
-		s := rep
-		if p.Kind == FaultStopMaster {
-			s = master
-		}
-		f.Detail = r.sigstop(tb, f.Start, s, p.Dur, p.Kind == FaultStopMaster, nil)
+	case FaultStopReplica:
+		f.Detail = t.stopReplica(r, tb, f.Start, p.Dur)
+	case FaultStopMaster:
+		f.Detail = r.sigstop(tb, f.Start, master, p.Dur, true, nil)
 	case FaultRestartReplica:
 		rep.Kill(tb)
 		rep.Restart(tb)
@@ -87,4 +87,43 @@ func (t *replicaTopo) apply(r *runner, tb testing.TB, p Planned) {
 	}
 	f.End = time.Now()
 	r.record(f)
+}
+
+// stopReplica SIGSTOPs the replica for d and, meanwhile, probes it: the
+// setup Client (WithReplicaSync(1, replicaSyncTimeout), as the workers')
+// tries a lock of a name of its own, which must be refused as not
+// replicated. The workers' calls may all miss the window (Lock waits
+// rather than refuse), so the probe is what makes every stop test the
+// refusal. d is at least twice the WAIT timeout (see plan).
+func (t *replicaTopo) stopReplica(r *runner, tb testing.TB, start time.Time, d time.Duration) string {
+	rep := t.pair.Replica()
+	rep.Pause(tb)
+	probe := t.probeStopped(r, d)
+	if rest := d - time.Since(start); rest > 0 {
+		time.Sleep(rest)
+	}
+	rep.Resume(tb)
+	return fmt.Sprintf("%s for %v; probe %s", rep.Addr(), d, probe)
+}
+
+// probeStopped is stopReplica's probe; it reports what the probe got. A
+// grant is a violation: no replica could have confirmed it.
+func (t *replicaTopo) probeStopped(r *runner, d time.Duration) string {
+	name := fmt.Sprintf("rig.replica-probe.%d", r.ids.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	l := r.setup.Lock(name)
+	ok, err := l.TryLock(ctx)
+	switch {
+	case ok:
+		_ = l.Unlock(ctx)
+		r.violate(VReplica, fmt.Sprintf("TryLock(%s) was granted while the replica was stopped", name))
+		return "granted"
+	case errors.Is(err, lockactor.ErrNotReplicated):
+		r.topo.count(&r.topo.probesRefused)
+		return "refused: not replicated"
+	default:
+		r.topo.count(&r.topo.probesFailed)
+		return fmt.Sprintf("failed: %v", err)
+	}
 }

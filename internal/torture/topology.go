@@ -114,10 +114,20 @@ type topoState struct {
 	settled int                   // fair queues settled after unsafe windows
 	// rigFailures are faults the deployment did not complete (tryRig).
 	rigFailures int
+	// probesRefused and probesFailed count the replica-sync variant's
+	// probes while its replica is stopped (replicaTopo.stopReplica).
+	probesRefused, probesFailed int
 	// sent and replies are what the hooks saw of replica sync (see
 	// SyncTally, RenewReply), for the strict variant.
 	sent    SyncTally
 	replies []RenewReply
+}
+
+// count adds one to n, one of t's counters.
+func (t *topoState) count(n *int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	*n++
 }
 
 // onRenewReply records a renewal the hook saw answered 1.
@@ -312,6 +322,10 @@ func (t *topoState) figures(l *Log) map[string]int {
 	t.mu.Lock()
 	m["fair queues settled after unsafe windows"] = t.settled
 	m["rig failures (fault not completed, run went on)"] = t.rigFailures
+	if t.replica != nil {
+		m["stopped-replica probes refused: not replicated"] = t.probesRefused
+		m["stopped-replica probes failed otherwise"] = t.probesFailed
+	}
 	t.mu.Unlock()
 	return m
 }
