@@ -31,8 +31,11 @@ type hold struct {
 	at       *base // the actor: whom the loss is reported for
 	// deadline closes lost when a watchdog hold's lease would run out with no
 	// renewal confirmed, even while the actor is stuck on a hung server, or
-	// when a master switch showed the hold ending sooner (endBy).
+	// when a master switch showed the hold ending sooner (endBy). It runs
+	// timeUp, which closes nothing once the hold is released.
 	deadline *time.Timer
+	timeMu   sync.Mutex // orders timeUp against release
+	released bool       // given up by its owner: the deadline closes nothing (timeMu)
 	// cap: while a master switch is followed, the latest a renewal may
 	// move a watchdog hold's deadline to (zero: none; see endBy).
 	cap time.Time
@@ -60,6 +63,29 @@ func (h *hold) lose() {
 	})
 }
 
+// timeUp is the deadline's function: it closes Lost unless the owner has
+// released the hold. Stopping the timer at the release is not enough: one
+// that has just fired still runs, and would close Lost after Unlock
+// returned nil (the torture suite's lost-after-release, seen after a
+// master switch set a fixed-lease hold's deadline to its lease's end).
+// release waits for a timeUp in progress, so Lost closes before the
+// release is answered, or never.
+func (h *hold) timeUp() {
+	h.timeMu.Lock()
+	defer h.timeMu.Unlock()
+	if !h.released {
+		h.lose()
+	}
+}
+
+// release marks h given up by its owner: its deadline closes nothing from
+// now on. A loss found by a command (gone, lose) still closes Lost.
+func (h *hold) release() {
+	h.timeMu.Lock()
+	h.released = true
+	h.timeMu.Unlock()
+}
+
 // isLost reports whether the Lost channel is closed.
 func (h *hold) isLost() bool {
 	select {
@@ -84,7 +110,7 @@ func (h *hold) confirm(sent time.Time, watchdog time.Duration) {
 	}
 	left := time.Until(end)
 	if h.deadline == nil {
-		h.deadline = time.AfterFunc(left, h.lose)
+		h.deadline = time.AfterFunc(left, h.timeUp)
 	} else {
 		h.deadline.Reset(left)
 	}
@@ -165,6 +191,8 @@ func (hb *holdBook) drop(k holdKey, h *hold, lost bool) {
 	h.dropped.Store(true)
 	if lost {
 		h.lose()
+	} else {
+		h.release()
 	}
 	delete(hb.holds, k)
 	if !hb.renewing() && hb.timer != nil {

@@ -242,7 +242,7 @@ func earliest(a, b time.Time) time.Time {
 func (h *hold) loseAt(t time.Time) {
 	d := time.Until(t)
 	if h.deadline == nil {
-		h.deadline = time.AfterFunc(d, h.lose)
+		h.deadline = time.AfterFunc(d, h.timeUp)
 		return
 	}
 	h.deadline.Reset(d)

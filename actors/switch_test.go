@@ -92,3 +92,37 @@ func TestRereadMovesDeadlineBack(t *testing.T) {
 	case <-time.After(400 * time.Millisecond):
 	}
 }
+
+// A deadline's timer that fires as its hold is released (Stop comes too
+// late to keep its function from running) closes nothing once the release
+// is recorded: Lost closes before the release is answered, or never. The
+// torture suite saw the race after a master switch had set a fixed-lease
+// hold's deadline to its lease's end and the owner unlocked right then.
+func TestDeadlineRacingReleaseClosesNothing(t *testing.T) {
+	k := holdKey{"client:1", messages.Exclusive}
+	for _, tc := range []struct {
+		name     string
+		lease    time.Duration // 0: watchdog
+		released bool
+	}{
+		{name: "watchdog hold, released", released: true},
+		{name: "fixed-lease hold after a switch, released", lease: 20 * time.Second, released: true},
+		{name: "watchdog hold, still held"},
+		{name: "fixed-lease hold after a switch, still held", lease: 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
+			hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, time.Minute)
+			h := hb.granted(k, time.Now(), tc.lease, 0)
+			h.loseAt(time.Now().Add(time.Hour)) // as endBy arms it
+			defer h.stopDeadline()
+			if tc.released {
+				hb.giveUp(k)
+			}
+			h.timeUp() // the timer's function, as if it fired just before Stop
+			if closed := h.isLost(); closed == tc.released {
+				t.Errorf("Lost closed: %v, want %v", closed, !tc.released)
+			}
+		})
+	}
+}
