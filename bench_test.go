@@ -31,21 +31,39 @@ func infoField(info, field string) int64 {
 	return 0
 }
 
-// serverCalls sums calls over INFO commandstats: every command the server ran,
-// including the ones inside scripts.
-func serverCalls(tb testing.TB, rdb *redis.Client) int64 {
+// commandStats reads INFO commandstats: per command, its fields (calls,
+// usec, ...) as numbers.
+func commandStats(tb testing.TB, rdb *redis.Client) map[string]map[string]float64 {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var total int64
+	stats := map[string]map[string]float64{}
 	for _, line := range strings.Split(info, "\r\n") {
-		if _, rest, ok := strings.Cut(line, ":calls="); ok {
-			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			total += n
+		stat, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
+			continue
 		}
+		name, rest, _ := strings.Cut(stat, ":")
+		fields := map[string]float64{}
+		for _, kv := range strings.Split(rest, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				fields[k], _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		stats[name] = fields
 	}
-	return total
+	return stats
+}
+
+// serverCalls sums calls over INFO commandstats: every command the server ran,
+// including the ones inside scripts.
+func serverCalls(tb testing.TB, rdb *redis.Client) int64 {
+	var total float64
+	for _, fields := range commandStats(tb, rdb) {
+		total += fields["calls"]
+	}
+	return int64(total)
 }
 
 // rawPair is the floor: the acquire and release scripts sent straight from the
@@ -277,16 +295,5 @@ func BenchmarkLatchServerCost(b *testing.B) {
 
 // evalshaUsec reads the server's total time in EVALSHA, in µs.
 func evalshaUsec(tb testing.TB, rdb *redis.Client) float64 {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
-			_, usec, _ := strings.Cut(rest, "usec=")
-			v, _ := strconv.ParseFloat(usec[:strings.IndexByte(usec, ',')], 64)
-			return v
-		}
-	}
-	return 0
+	return commandStats(tb, rdb)["evalsha"]["usec"]
 }

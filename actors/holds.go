@@ -24,7 +24,8 @@ type hold struct {
 	token     uint64        // fencing token of a fenced lock's hold
 	renewing  bool          // a renewal is in flight
 	// dropped is set when the record forgets the hold (released or lost):
-	// a renewal of it still waiting for its pipeline is then not sent.
+	// a renewal of it still waiting for its pipeline is then not sent, and
+	// its deadline closes nothing (set under timeMu: see timeUp).
 	dropped  atomic.Bool
 	lost     chan struct{} // closed when the hold is found gone
 	loseOnce sync.Once
@@ -32,10 +33,9 @@ type hold struct {
 	// deadline closes lost when a watchdog hold's lease would run out with no
 	// renewal confirmed, even while the actor is stuck on a hung server, or
 	// when a master switch showed the hold ending sooner (endBy). It runs
-	// timeUp, which closes nothing once the hold is released.
+	// timeUp, which closes nothing once the hold is dropped.
 	deadline *time.Timer
-	timeMu   sync.Mutex // orders timeUp against release
-	released bool       // given up by its owner: the deadline closes nothing (timeMu)
+	timeMu   sync.Mutex // orders timeUp against drop
 	// cap: while a master switch is followed, the latest a renewal may
 	// move a watchdog hold's deadline to (zero: none; see endBy).
 	cap time.Time
@@ -63,27 +63,20 @@ func (h *hold) lose() {
 	})
 }
 
-// timeUp is the deadline's function: it closes Lost unless the owner has
-// released the hold. Stopping the timer at the release is not enough: one
-// that has just fired still runs, and would close Lost after Unlock
-// returned nil (the torture suite's lost-after-release, seen after a
-// master switch set a fixed-lease hold's deadline to its lease's end).
-// release waits for a timeUp in progress, so Lost closes before the
-// release is answered, or never.
+// timeUp is the deadline's function: it closes Lost unless the record
+// has dropped the hold (its owner released it, or a loss closed Lost
+// already). Stopping the timer at the release is not enough: one that has
+// just fired still runs, and would close Lost after Unlock returned nil
+// (the torture suite's lost-after-release, seen after a master switch set
+// a fixed-lease hold's deadline to its lease's end). drop waits for a
+// timeUp in progress, so Lost closes before the release is answered, or
+// never; a loss found by a command (gone, lose) still closes it.
 func (h *hold) timeUp() {
 	h.timeMu.Lock()
 	defer h.timeMu.Unlock()
-	if !h.released {
+	if !h.dropped.Load() {
 		h.lose()
 	}
-}
-
-// release marks h given up by its owner: its deadline closes nothing from
-// now on. A loss found by a command (gone, lose) still closes Lost.
-func (h *hold) release() {
-	h.timeMu.Lock()
-	h.released = true
-	h.timeMu.Unlock()
 }
 
 // isLost reports whether the Lost channel is closed.
@@ -188,11 +181,11 @@ func (hb *holdBook) drop(k holdKey, h *hold, lost bool) {
 		return
 	}
 	h.stopDeadline()
+	h.timeMu.Lock()
 	h.dropped.Store(true)
+	h.timeMu.Unlock()
 	if lost {
 		h.lose()
-	} else {
-		h.release()
 	}
 	delete(hb.holds, k)
 	if !hb.renewing() && hb.timer != nil {

@@ -68,7 +68,13 @@ func (t *replicaTopo) apply(r *runner, tb testing.TB, p Planned) {
 	f := Fault{Kind: p.Kind, Server: "replicated", Start: time.Now()}
 	switch p.Kind {
 	case FaultStopReplica:
-		f.Detail = t.stopReplica(r, tb, f.Start, p.Dur)
+		// A probe of the rig's own while the replica is stopped: the
+		// workers' calls may all miss the window (Lock waits rather than
+		// refuse), so the probe is what makes every stop test the refusal
+		// (a stop lasts at least twice the WAIT timeout, see plan).
+		var probe string
+		f.Detail = r.sigstopWhile(tb, f.Start, rep, p.Dur, false, nil, func() { probe = t.probeStopped(r, p.Dur) })
+		f.Detail += "; probe " + probe
 	case FaultStopMaster:
 		f.Detail = r.sigstop(tb, f.Start, master, p.Dur, true, nil)
 	case FaultRestartReplica:
@@ -89,25 +95,11 @@ func (t *replicaTopo) apply(r *runner, tb testing.TB, p Planned) {
 	r.record(f)
 }
 
-// stopReplica SIGSTOPs the replica for d and, meanwhile, probes it: the
-// setup Client (WithReplicaSync(1, replicaSyncTimeout), as the workers')
-// tries a lock of a name of its own, which must be refused as not
-// replicated. The workers' calls may all miss the window (Lock waits
-// rather than refuse), so the probe is what makes every stop test the
-// refusal. d is at least twice the WAIT timeout (see plan).
-func (t *replicaTopo) stopReplica(r *runner, tb testing.TB, start time.Time, d time.Duration) string {
-	rep := t.pair.Replica()
-	rep.Pause(tb)
-	probe := t.probeStopped(r, d)
-	if rest := d - time.Since(start); rest > 0 {
-		time.Sleep(rest)
-	}
-	rep.Resume(tb)
-	return fmt.Sprintf("%s for %v; probe %s", rep.Addr(), d, probe)
-}
-
-// probeStopped is stopReplica's probe; it reports what the probe got. A
-// grant is a violation: no replica could have confirmed it.
+// probeStopped runs while the replica is stopped: the setup Client
+// (WithReplicaSync(1, replicaSyncTimeout), as the workers') tries a lock
+// of a name of its own, which must be refused as not replicated. It
+// reports what the probe got; a grant is a violation, as no replica could
+// have confirmed it.
 func (t *replicaTopo) probeStopped(r *runner, d time.Duration) string {
 	name := fmt.Sprintf("rig.replica-probe.%d", r.ids.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), d)

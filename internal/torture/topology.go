@@ -115,7 +115,7 @@ type topoState struct {
 	// rigFailures are faults the deployment did not complete (tryRig).
 	rigFailures int
 	// probesRefused and probesFailed count the replica-sync variant's
-	// probes while its replica is stopped (replicaTopo.stopReplica).
+	// probes while its replica is stopped (replicaTopo.probeStopped).
 	probesRefused, probesFailed int
 	// sent and replies are what the hooks saw of replica sync (see
 	// SyncTally, RenewReply), for the strict variant.
@@ -280,8 +280,18 @@ func targetRNG(p Planned) *rand.Rand { return rand.New(rand.NewPCG(p.Seed, 3)) }
 // (master) is a Frozen window, from the fault's start, for the resources
 // in (nil: all): its keys' TTLs ran on meanwhile.
 func (r *runner) sigstop(tb testing.TB, start time.Time, s *redistest.Server, d time.Duration, master bool, in func(string) bool) string {
+	return r.sigstopWhile(tb, start, s, d, master, in, nil)
+}
+
+// sigstopWhile is sigstop that runs during (when not nil) as soon as s is
+// stopped; s stays stopped for d in all.
+func (r *runner) sigstopWhile(tb testing.TB, start time.Time, s *redistest.Server, d time.Duration, master bool, in func(string) bool, during func()) string {
 	s.Pause(tb)
-	time.Sleep(d)
+	paused := time.Now()
+	if during != nil {
+		during()
+	}
+	time.Sleep(d - time.Since(paused))
 	s.Resume(tb)
 	if master {
 		r.topo.addFrozen(Interval{start, time.Now()}, "master stopped", in)
