@@ -16,6 +16,9 @@ type Figures struct {
 	Sections    map[string]int // critical sections (holds) by primitive
 	EndedBy     map[string]int // how holds ended (safe spans)
 	Renewals    int
+	// AtLeaseEnd counts the fixed-lease holds whose last Unlock was called
+	// within leaseEdge of their lease's earliest end (see plan.edge).
+	AtLeaseEnd  int
 	Faults      map[string]int
 	HookEffects map[string]int // commands the fault hook refused, lost the reply of, delayed
 	Violations  map[string]int
@@ -23,6 +26,9 @@ type Figures struct {
 	// not replicated, replica probes, relaxed windows); nil otherwise.
 	Topology map[string]int
 }
+
+// leaseEdge is how close to its lease's end an Unlock counts as racing it.
+const leaseEdge = 10 * time.Millisecond
 
 // Summarize computes the figures of a log and its violations.
 func Summarize(l *Log, vs []Violation, hook [numEffects]int) Figures {
@@ -34,6 +40,11 @@ func Summarize(l *Log, vs []Violation, hook [numEffects]int) Figures {
 		f.Ops[fmt.Sprintf("%s %s -> %s", c.Prim, c.Op, c.Out)]++
 		if c.Out == OutRedis || c.Out == OutNoQuorum {
 			f.RedisErrors[fmt.Sprintf("%s %s", c.Prim, c.Op)]++
+		}
+	}
+	for _, h := range l.Holds {
+		if !h.LeaseUntil.IsZero() && !h.End.IsZero() && h.End.Sub(h.LeaseUntil).Abs() <= leaseEdge {
+			f.AtLeaseEnd++
 		}
 	}
 	for _, s := range SafeSpans(l) {
@@ -61,6 +72,7 @@ func countViolations(vs []Violation) map[string]int {
 func (f Figures) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %v, %d calls, %d renewals seen\n", f.Duration.Round(time.Millisecond), f.Calls, f.Renewals)
+	fmt.Fprintf(&b, "unlocks within %v of a fixed lease's end: %d\n", leaseEdge, f.AtLeaseEnd)
 	block := func(title string, m map[string]int) {
 		fmt.Fprintf(&b, "%s:", title)
 		if len(m) == 0 {

@@ -244,6 +244,14 @@ func (oh *openHold) end(skipped bool) {
 	}
 }
 
+// leaseUntil is the earliest moment the hold's fixed lease can run out
+// in Redis (zero for a watchdog hold).
+func (oh *openHold) leaseUntil() time.Time {
+	oh.rec.mu.Lock()
+	defer oh.rec.mu.Unlock()
+	return oh.rec.holds[oh.i].LeaseUntil
+}
+
 // leaseLate is the latest moment the hold's fixed lease can run out in
 // Redis (zero for a watchdog hold).
 func (oh *openHold) leaseLate() time.Time {

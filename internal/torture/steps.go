@@ -50,7 +50,9 @@ func (w *worker) lockStep(p plan, prim Prim, cl *client, name string) {
 	if p.extend && s.lease > 0 && bad(w.extend(cl, l, prim, res, owner, p.extendLease, p.deadlines[5], h)) {
 		dirty = true
 	}
-	critical(p, s)
+	if !toLeaseEnd(p, s, h) {
+		critical(p, s)
+	}
 	rp := p
 	if p.relock && s.lease > 0 {
 		// A caller in a hurry, which re-locks when its Unlock failed: the

@@ -94,6 +94,12 @@ type plan struct {
 	// before its critical section (see extendLeaseOf).
 	extend      bool
 	extendLease time.Duration
+	// edge: a fixed-lease hold's critical section runs to its lease's end
+	// (LeaseUntil + edgeJitter, -5..+5ms), so that the Unlock races the
+	// key's expiry in Redis and any deadline the runtime armed for that
+	// end (after a master switch: endBy).
+	edge       bool
+	edgeJitter time.Duration
 	// A latch round (see latchStep): its count (1-3), how many await it
 	// (1-3), the pause before its last CountDown (2-20ms) and whether one
 	// awaiter gives up early (at cancel).
@@ -146,6 +152,8 @@ func drawPlan(rng *rand.Rand, weights *[numSteps]int) plan {
 	p.latchCount, p.awaiters = 1+rng.IntN(3), 1+rng.IntN(3)
 	p.latchGap = 2*time.Millisecond + time.Duration(rng.Int64N(int64(18*time.Millisecond)+1))
 	p.awaitGivesUp = rng.IntN(4) == 0
+	p.edge = rng.IntN(6) == 0
+	p.edgeJitter = time.Duration(rng.Int64N(int64(10*time.Millisecond)+1)) - 5*time.Millisecond
 	return p
 }
 
@@ -193,6 +201,20 @@ func shapeOf(p plan, reentrantOK bool) shape {
 		return shape{op: OpLock, reentrant: true}
 	}
 	return shape{op: OpLock}
+}
+
+// edgeLeaseMax bounds the leases an edge step holds to their end: longer
+// ones would idle a worker for most of a short run.
+const edgeLeaseMax = 4 * time.Second
+
+// toLeaseEnd is the critical section of an edge step (see plan.edge): it
+// reports whether it ran one, sleeping until oh's fixed lease ends.
+func toLeaseEnd(p plan, s shape, oh *openHold) bool {
+	if !p.edge || s.lease <= 0 || s.lease > edgeLeaseMax {
+		return false
+	}
+	time.Sleep(time.Until(oh.leaseUntil().Add(p.edgeJitter)))
+	return true
 }
 
 // critical sleeps for the plan's critical section: short, or (rarely, and
