@@ -58,6 +58,9 @@ const (
 	VGhost     = "ghost-grant"
 	VLateLost  = "lost-after-release"
 	VLatch     = "countdown-latch"
+	VStale     = "stale-grant"
+	VFairOrder = "fair-order"
+	VClash     = "refused-release-resent"
 )
 
 // Violation is one thing the checker found wrong.

@@ -7,22 +7,27 @@ import (
 )
 
 // CheckLatches judges the CountDownLatch rounds (see latchStep: each name is
-// set once, by TrySetCount(n), then awaited and counted down):
+// set by TrySetCount(n), awaited and counted down; some are set again, with
+// a count of 1, as soon as they reached zero, and awaited once more):
 //
-//   - TrySetCount on a name nobody used before must return true.
-//   - An Await may return nil only once the count could have reached zero:
-//     by its return, at least n CountDown calls on the name must have
-//     started. Any outcome counts, since a call whose reply was lost may
-//     have counted; fewer means a CountDown counted twice or an awaiter was
-//     let go early. A restart of the server, or an Unsafe window of rx,
-//     between the TrySetCount and the Await's return excuses it: Redis may
-//     have forgotten the count, and an absent count lets every awaiter go.
-//   - Once n CountDowns have returned OK (from then on the count is surely
-//     zero), no Await may go on waiting for more than lim.LiveGap outside
-//     the fault windows (each extended by lim.Recovery).
+//   - The first TrySetCount on a name nobody used before must return true.
+//   - An Await may return nil only if the count could have been zero at some
+//     moment of its call. After a TrySetCount(n) that returned true, the
+//     count is surely not zero until n CountDown calls that may count it
+//     have started (any outcome counts, since a call whose reply was lost
+//     may have counted; a call that ended before that TrySetCount began
+//     cannot count it). An Await inside that stretch, start to return, was
+//     let go early (or a CountDown counted twice). A restart of the server,
+//     or an Unsafe window of rx, between the TrySetCount and the Await's
+//     return excuses it: Redis may have forgotten the count, and an absent
+//     count lets every awaiter go.
+//   - Once n CountDowns of a count have returned OK, the count is surely
+//     zero until the name's next TrySetCount begins: no Await may go on
+//     waiting for more than lim.LiveGap of that stretch outside the fault
+//     windows (each extended by lim.Recovery).
 func CheckLatches(l *Log, lim Limits, rx Relaxations) []Violation {
 	type round struct {
-		set    *Call
+		sets   []*Call
 		downs  []*Call
 		awaits []*Call
 	}
@@ -40,7 +45,7 @@ func CheckLatches(l *Log, lim Limits, rx Relaxations) []Violation {
 		}
 		switch c.Op {
 		case OpSetCount:
-			r.set = c
+			r.sets = append(r.sets, c)
 		case OpCountDown:
 			r.downs = append(r.downs, c)
 		case OpAwait:
@@ -50,55 +55,94 @@ func CheckLatches(l *Log, lim Limits, rx Relaxations) []Violation {
 	var vs []Violation
 	for _, res := range sortedKeys(rounds) {
 		r := rounds[res]
-		if r.set == nil {
+		if len(r.sets) == 0 {
 			continue
 		}
-		if r.set.Out == OutNo {
-			vs = append(vs, Violation{Check: VLatch, At: r.set.End, Msg: fmt.Sprintf(
-				"%s: TrySetCount(%d) (g%d, %s) of a fresh name returned false", res, r.set.N, r.set.G, r.set.Client)})
+		slices.SortFunc(r.sets, func(a, b *Call) int { return a.Start.Compare(b.Start) })
+		if first := r.sets[0]; first.Out == OutNo {
+			vs = append(vs, Violation{Check: VLatch, At: first.End, Msg: fmt.Sprintf(
+				"%s: TrySetCount(%d) (g%d, %s) of a fresh name returned false", res, first.N, first.G, first.Client)})
 		}
-		if r.set.Out != OutOK {
-			continue
-		}
-		slices.SortFunc(r.downs, func(a, b *Call) int { return a.Start.Compare(b.Start) })
-		zero := time.Time{} // when the n-th OK CountDown returned
-		oks := 0
-		for _, d := range r.downs {
-			if d.Out == OutOK {
-				if oks++; oks == r.set.N {
-					zero = d.End
-				}
-			}
-		}
-		for _, a := range r.awaits {
-			if a.Out == OutOK {
-				started := 0
-				for _, d := range r.downs {
-					if d.Start.Before(a.End) {
-						started++
-					}
-				}
-				if started < r.set.N && !forgotten(l, rx, res, Interval{r.set.Start, a.End}) {
-					vs = append(vs, Violation{Check: VLatch, At: a.End, Msg: fmt.Sprintf(
-						"%s: Await (g%d, %s) [%s, %s] returned while the count of %d could not be zero: %d CountDown calls had started",
-						res, a.G, a.Client, l.at(a.Start), l.at(a.End), r.set.N, started)})
-				}
-			}
-			if zero.IsZero() {
+		for k, set := range r.sets {
+			if set.Out != OutOK {
 				continue
 			}
-			w := Interval{maxTime(zero, a.Start), a.End}
-			if !a.Returned() {
-				w.B = l.End
-			} else if a.Out == OutCtx {
-				w.B = minTime(w.B, a.CtxEnd)
+			var next *Call // the name's next TrySetCount
+			if k+1 < len(r.sets) {
+				next = r.sets[k+1]
 			}
-			if gap := longestGap(w, pick(faults, w)); gap.Len() > lim.LiveGap {
-				vs = append(vs, Violation{Check: VLiveness, At: gap.A, Msg: fmt.Sprintf(
-					"%s: Await (g%d, %s) [%s, %s] -> %s went on waiting %v [%s, %s] after the count reached zero (%d CountDowns OK by %s)",
-					res, a.G, a.Client, l.at(a.Start), l.at(a.End), a.Out, gap.Len().Round(time.Millisecond),
-					l.at(gap.A), l.at(gap.B), r.set.N, l.at(zero))})
+			vs = append(vs, latchEarly(l, rx, res, set, r.downs, r.awaits)...)
+			vs = append(vs, latchLate(l, lim, faults, res, set, next, r.downs, r.awaits)...)
+		}
+	}
+	return vs
+}
+
+// latchEarly reports the Awaits that returned nil while set's count was
+// surely not zero (see CheckLatches).
+func latchEarly(l *Log, rx Relaxations, res string, set *Call, downs, awaits []*Call) []Violation {
+	var starts []time.Time // of the CountDowns that may count set's count
+	for _, d := range downs {
+		if !d.Returned() || d.End.After(set.Start) {
+			starts = append(starts, d.Start)
+		}
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	var vs []Violation
+	for _, a := range awaits {
+		if a.Out != OutOK || a.Start.Before(set.End) {
+			continue
+		}
+		started := 0
+		for _, t := range starts {
+			if t.Before(a.End) {
+				started++
 			}
+		}
+		if started < set.N && !forgotten(l, rx, res, Interval{set.Start, a.End}) {
+			vs = append(vs, Violation{Check: VLatch, At: a.End, Msg: fmt.Sprintf(
+				"%s: Await (g%d, %s) [%s, %s] returned while the count of %d set at %s could not be zero: %d CountDown calls that may count it had started",
+				res, a.G, a.Client, l.at(a.Start), l.at(a.End), set.N, l.at(set.End), started)})
+		}
+	}
+	return vs
+}
+
+// latchLate reports the Awaits that went on waiting while set's count was
+// surely zero (see CheckLatches); next is the name's next TrySetCount, or
+// nil.
+func latchLate(l *Log, lim Limits, faults []Interval, res string, set, next *Call, downs, awaits []*Call) []Violation {
+	var ends []time.Time // of the OK CountDowns that surely counted set's count
+	for _, d := range downs {
+		if d.Out == OutOK && !d.Start.Before(set.End) && (next == nil || d.End.Before(next.Start)) {
+			ends = append(ends, d.End)
+		}
+	}
+	if len(ends) < set.N {
+		return nil
+	}
+	slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
+	zero := ends[set.N-1] // from then on the count is surely zero...
+	until := l.End        // ...until the next TrySetCount may set it again
+	if next != nil {
+		until = next.Start
+	}
+	var vs []Violation
+	for _, a := range awaits {
+		w := Interval{maxTime(zero, a.Start), minTime(a.End, until)}
+		if !a.Returned() {
+			w.B = until
+		} else if a.Out == OutCtx {
+			w.B = minTime(w.B, a.CtxEnd)
+		}
+		if !w.B.After(w.A) {
+			continue
+		}
+		if gap := longestGap(w, pick(faults, w)); gap.Len() > lim.LiveGap {
+			vs = append(vs, Violation{Check: VLiveness, At: gap.A, Msg: fmt.Sprintf(
+				"%s: Await (g%d, %s) [%s, %s] -> %s went on waiting %v [%s, %s] after the count reached zero (%d CountDowns OK by %s)",
+				res, a.G, a.Client, l.at(a.Start), l.at(a.End), a.Out, gap.Len().Round(time.Millisecond),
+				l.at(gap.A), l.at(gap.B), set.N, l.at(zero))})
 		}
 	}
 	return vs

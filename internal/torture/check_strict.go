@@ -68,6 +68,8 @@ func CheckStrict(l *Log, lim Limits, rx Relaxations, sl StrictLimits) []Violatio
 	vs = append(vs, CheckLiveness(l, LiveSpans(l), lim)...)
 	vs = append(vs, CheckRenewals(rx.unjudgedRenewals(l), lim)...)
 	vs = append(vs, CheckGhostGrants(rx.unjudged(l))...)
+	vs = append(vs, CheckStaleGrants(l)...)
+	vs = append(vs, CheckFairBursts(l)...)
 	slices.SortStableFunc(vs, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return vs
 }

@@ -63,12 +63,37 @@ type late struct {
 // hand-off granted ran out.
 const lateBy = 100 * time.Millisecond
 
-// The scripts a FaultLate window delays, and which of their ARGV is the
-// lease they set (handoff.lua: the next owner's; renew.lua: the holder's).
-var lateLeaseArg = map[string]int{
-	scripts.Latched.Handoff.Hash(): 4,
-	scripts.Renew.Hash():           1,
+// leaseScript says where a script that sets a lease keeps it and the
+// owner it sets it for: ARGV indexes (1-based), whether the owner is a
+// permit id sent as raw bytes (the caller knows it in hex), and whether
+// the script grants (else it only moves a held lease).
+type leaseScript struct {
+	name         string
+	lease, owner int
+	rawID        bool
+	grants       bool
 }
+
+// leaseScripts are the scripts that set a lease on one owner's hold. A
+// FaultLate window delays the replies of those that set a short one past
+// that lease (a hand-off's grant, an Extend's or a renewal's new lease, a
+// permit's grant or new lease), and the hook records when each of them had
+// run (see LeaseRun): every run of a granting script, and the runs of the
+// others whose replies it held back or lost.
+var leaseScripts = map[string]leaseScript{
+	scripts.Latched.Handoff.Hash():       {name: "handoff", lease: 4, owner: 3, grants: true},
+	scripts.Latched.Lock.Hash():          {name: "lock", lease: 1, owner: 2, grants: true},
+	scripts.Latched.FencedLock.Hash():    {name: "fenced_lock", lease: 1, owner: 2, grants: true},
+	scripts.Latched.FairLock.Hash():      {name: "fair_lock", lease: 1, owner: 2, grants: true},
+	scripts.Latched.ReadLock.Hash():      {name: "read_lock", lease: 1, owner: 2, grants: true},
+	scripts.Latched.WriteLock.Hash():     {name: "write_lock", lease: 1, owner: 2, grants: true},
+	scripts.Latched.PermitAcquire.Hash(): {name: "permit_acquire", lease: 2, owner: 1, rawID: true, grants: true},
+	scripts.Renew.Hash():                 {name: "renew", lease: 1, owner: 2},
+	scripts.PermitUpdate.Hash():          {name: "permit_update", lease: 2, owner: 1, rawID: true},
+}
+
+// lateScripts are the leaseScripts whose replies a FaultLate window delays.
+var lateScripts = map[string]bool{"handoff": true, "renew": true, "permit_acquire": true, "permit_update": true}
 
 // Withheld is a release script whose reply the hook withheld after it ran
 // in Redis (EffectLoseReply): the runtime cannot know it ran, the checker
@@ -82,6 +107,14 @@ type Withheld struct {
 	Reply  string   // the script's reply: an integer, or "nil"
 }
 
+// subLag is an active FaultSubDelay: what the pub/sub connections of one
+// Client (-1: every Client) of the server read arrives d late.
+type subLag struct {
+	server string
+	client int
+	d      time.Duration
+}
+
 // Faults is the state the hooks of every Client share: the active windows
 // (if any) and what was injected.
 type Faults struct {
@@ -89,8 +122,10 @@ type Faults struct {
 	active   *window
 	blocked  *block
 	slow     *late
+	subLag   *subLag
 	counts   [numEffects]int
 	withheld []Withheld
+	runs     []LeaseRun
 }
 
 // Block starts refusing the commands p.Class names from p's Client (every
@@ -165,11 +200,11 @@ func (f *Faults) lateReply(server string, cmds []redis.Cmder) time.Duration {
 	for _, cmd := range cmds {
 		args := cmd.Args()
 		sha, _ := scriptSHA(args)
-		at, ok := lateLeaseArg[sha]
-		if !ok {
+		ls, ok := leaseScripts[sha]
+		if !ok || !lateScripts[ls.name] {
 			continue
 		}
-		lease, ok := scriptArg(args, at) // in ms
+		lease, ok := scriptArg(args, ls.lease) // in ms
 		if !ok || lease <= 0 || lease > shortLeaseMax.Milliseconds() {
 			continue
 		}
@@ -197,6 +232,89 @@ func scriptArg(args []any, i int) (int64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// scriptArgString is ARGV[i] of a script call as sent.
+func scriptArgString(args []any, i int) (string, bool) {
+	if len(args) < 3 {
+		return "", false
+	}
+	var numKeys int
+	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &numKeys); err != nil {
+		return "", false
+	}
+	at := 3 + numKeys + i - 1
+	if at >= len(args) {
+		return "", false
+	}
+	return fmt.Sprint(args[at]), true
+}
+
+// ran records the lease-setting scripts among cmds of server, which have
+// run by now: every granting one, and the others when held is set (their
+// replies are about to be held back or lost).
+func (f *Faults) ran(server string, cmds []redis.Cmder, held bool) {
+	var now time.Time
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		sha, _ := scriptSHA(args)
+		ls, ok := leaseScripts[sha]
+		if !ok || len(args) < 4 || !(ls.grants || held) {
+			continue
+		}
+		lease, ok1 := scriptArg(args, ls.lease)
+		owner, ok2 := scriptArgString(args, ls.owner)
+		if !ok1 || !ok2 {
+			continue
+		}
+		if ls.rawID {
+			owner = hex.EncodeToString([]byte(owner))
+		}
+		if now.IsZero() {
+			now = time.Now()
+		}
+		f.mu.Lock()
+		f.runs = append(f.runs, LeaseRun{T: now, Script: ls.name, Grants: ls.grants, Res: server + "/" + fmt.Sprint(args[3]), Owner: owner,
+			Lease: time.Duration(lease) * time.Millisecond})
+		f.mu.Unlock()
+	}
+}
+
+// TakeRuns returns the runs recorded so far and forgets them (a long run
+// records many; the log keeps them from then on).
+func (f *Faults) TakeRuns() []LeaseRun {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	runs := f.runs
+	f.runs = nil
+	return runs
+}
+
+// SlowSub starts delaying what the pub/sub connections of p's Client
+// (every Client of p.Server when p.Client is -1) read, by p.Lag.
+func (f *Faults) SlowSub(p Planned) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subLag = &subLag{server: p.Server, client: p.Client, d: p.Lag}
+}
+
+// UnslowSub ends the pub/sub delay window.
+func (f *Faults) UnslowSub() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subLag = nil
+}
+
+// subDelay is how late what server's client reads on a pub/sub connection
+// arrives now.
+func (f *Faults) subDelay(server string, client int) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.subLag
+	if s == nil || s.server != server || (s.client >= 0 && s.client != client) {
+		return 0
+	}
+	return s.d
 }
 
 // withhold records the release scripts among cmds, which ran, whose

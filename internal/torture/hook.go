@@ -1,14 +1,19 @@
 package torture
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockactor/lockactor/internal/delayline"
 	"github.com/lockactor/lockactor/scripts"
 )
 
@@ -64,9 +69,66 @@ var (
 	rwRenewSHA = scripts.RWRenew.Hash()
 )
 
-// DialHook leaves dialling alone.
+// DialHook wraps every connection the Client dials so that, once it turns
+// out to carry subscriptions (its first SUBSCRIBE or SSUBSCRIBE), what it
+// reads runs through a delay line a FaultSubDelay window sets.
 func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil || h.Faults == nil {
+			return conn, err
+		}
+		return newSubConn(conn, func() time.Duration { return h.Faults.subDelay(h.Server, h.Client) }), nil
+	}
+}
+
+// subConn is a dialled connection that puts its reads on a delay line from
+// its first subscription on. Until then it is the connection itself, so the
+// pool's health checks see the socket as before (SyscallConn).
+type subConn struct {
+	raw net.Conn
+	cur atomic.Pointer[net.Conn] // raw, then its delay line
+	lag func() time.Duration
+	on  sync.Once
+}
+
+func newSubConn(raw net.Conn, lag func() time.Duration) *subConn {
+	c := &subConn{raw: raw, lag: lag}
+	c.cur.Store(&raw)
+	return c
+}
+
+func (c *subConn) conn() net.Conn { return *c.cur.Load() }
+
+// Write notices the first subscription and moves the reads onto the delay
+// line before it goes out: go-redis reads nothing between its writes and
+// the replies they ask for, so no read is in progress on the raw
+// connection then.
+func (c *subConn) Write(p []byte) (int, error) {
+	if bytes.Contains(bytes.ToLower(p), []byte("subscribe\r\n")) {
+		c.on.Do(func() {
+			line := net.Conn(delayline.New(c.raw, delayline.Delays{Read: c.lag}))
+			c.cur.Store(&line)
+		})
+	}
+	return c.conn().Write(p)
+}
+
+func (c *subConn) Read(p []byte) (int, error)         { return c.conn().Read(p) }
+func (c *subConn) Close() error                       { return c.conn().Close() }
+func (c *subConn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
+func (c *subConn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr() }
+func (c *subConn) SetDeadline(t time.Time) error      { return c.conn().SetDeadline(t) }
+func (c *subConn) SetReadDeadline(t time.Time) error  { return c.conn().SetReadDeadline(t) }
+func (c *subConn) SetWriteDeadline(t time.Time) error { return c.conn().SetWriteDeadline(t) }
+
+// SyscallConn gives go-redis's pool checks the socket, as the raw
+// connection would.
+func (c *subConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.raw.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.New("torture: no syscall connection")
 }
 
 // ProcessHook observes and maybe faults one command.
@@ -113,17 +175,20 @@ func (h *Hook) fault(cmds []redis.Cmder, send func() error) error {
 		return fail(ErrRefused)
 	case EffectLoseReply:
 		_ = send()
+		h.Faults.ran(h.Server, cmds, true)
 		h.Faults.withhold(h.Server, h.Name, cmds)
 		return fail(ErrReplyLost)
 	case EffectDelay:
 		time.Sleep(d)
 	case EffectLateReply:
 		err := send()
+		h.Faults.ran(h.Server, cmds, true)
 		h.replied(cmds, renewals)
 		time.Sleep(d)
 		return err
 	}
 	err := send()
+	h.Faults.ran(h.Server, cmds, false)
 	h.replied(cmds, renewals)
 	return err
 }

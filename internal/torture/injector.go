@@ -59,6 +59,11 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		r.faults.Slow(p)
 		r.sleepUntil(f.Start.Add(p.Dur))
 		r.faults.Unslow()
+	case FaultSubDelay:
+		f.Detail = fmt.Sprintf("client %d (-1: all): pub/sub reads %v late", p.Client, p.Lag)
+		r.faults.SlowSub(p)
+		r.sleepUntil(f.Start.Add(p.Dur))
+		r.faults.UnslowSub()
 	case FaultScriptFlush:
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		f.Detail = fmt.Sprintf("(err %v)", r.admin[p.Server].ScriptFlush(ctx).Err())

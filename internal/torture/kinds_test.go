@@ -1,10 +1,14 @@
 package torture
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
-// The checks as they apply to the kinds of issue 20: a SpinLock's holds
-// exclude Lock's on a shared name, a PermitSemaphore's permits count
-// against the bound until their leases end, and CountDownLatch rounds.
+// The checks as they apply to the newer kinds: a SpinLock's holds exclude
+// Lock's on a shared name, a PermitSemaphore's permits count against the
+// bound until their leases end and are never handed out after, and
+// CountDownLatch rounds.
 
 // permit is a permit hold with a lease that ends at leaseEnd.
 func permit(id int, res, pid string, grant, end, leaseEnd int) Hold {
@@ -65,6 +69,7 @@ func TestCheckLatches(t *testing.T) {
 			Start: at(start), End: at(end), CtxEnd: at(end + 5000), Out: out}
 	}
 	set := call(OpSetCount, 0, 1, OutOK)
+	call1 := func(op Op, start, end int, out Outcome) Call { c := call(op, start, end, out); c.N = 1; return c }
 	down := func(start int, out Outcome) Call { return call(OpCountDown, start, start+1, out) }
 	await := func(start, end int, out Outcome) Call { return call(OpAwait, start, end, out) }
 	timedOut := func(start, end int) Call { c := await(start, end, OutCtx); c.CtxEnd = at(end); return c }
@@ -85,6 +90,17 @@ func TestCheckLatches(t *testing.T) {
 		{"never reached zero", []Call{set, down(10, OutOK), down(20, OutRedis), timedOut(2, 3000)}, nil, nil},
 		{"a slow wake-up inside a fault window", []Call{set, down(10, OutOK), down(20, OutOK), await(2, 3000, OutOK)},
 			[]Fault{{Kind: FaultKillPubSub, Server: "A", Start: at(15), End: at(16)}}, nil},
+		// Set again at 25 (count 1), awaited at 27; counted down at 200.
+		{"set again: the new count's Await let go by the old zero", []Call{set, down(10, OutOK), down(20, OutOK),
+			call1(OpSetCount, 25, 26, OutOK), await(27, 30, OutOK), down(200, OutOK)}, nil, []string{VLatch}},
+		{"set again: the new count's Await gives up", []Call{set, down(10, OutOK), down(20, OutOK),
+			call1(OpSetCount, 25, 26, OutOK), timedOut(27, 100), down(200, OutOK)}, nil, nil},
+		{"set again: the new count's Await let go by its own CountDown", []Call{set, down(10, OutOK), down(20, OutOK),
+			call1(OpSetCount, 25, 26, OutOK), await(27, 202, OutOK), down(200, OutOK)}, nil, nil},
+		{"set again: an old Await still waiting is judged only until the new count", []Call{set, down(10, OutOK), down(20, OutOK),
+			call1(OpSetCount, 25, 26, OutOK), await(2, 3000, OutOK), down(2990, OutOK)}, nil, nil},
+		{"set again late: an old Await waited long at zero", []Call{set, down(10, OutOK), down(20, OutOK),
+			call1(OpSetCount, 2500, 2501, OutOK), await(2, 3000, OutOK), down(2990, OutOK)}, nil, []string{VLiveness}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +109,70 @@ func TestCheckLatches(t *testing.T) {
 			}
 			l := logOf(10000, nil, tt.calls, tt.faults)
 			expect(t, CheckLatches(l, DefaultLimits(), Relaxations{}), tt.want...)
+		})
+	}
+}
+
+func TestCheckStaleGrants(t *testing.T) {
+	// A permit of id "ab" whose Acquire began at 0; the hook saw its script
+	// run by 10, setting a 200ms lease.
+	permit := func(grant int) Hold {
+		h := hl(1, PrimPermit, "A/p", "ab", grant, grant+50)
+		h.AcqStart = at(0)
+		return h
+	}
+	run := func(script string, ms, lease int) LeaseRun {
+		return LeaseRun{T: at(ms), Script: script, Grants: script == "permit_acquire", Res: "A/p", Owner: "ab", Lease: time.Duration(lease) * time.Millisecond}
+	}
+	update := func(start, end int) Call {
+		return Call{ID: 9, Prim: PrimPermit, Op: OpUpdateLease, Res: []string{"A/p"}, Owners: []string{"ab"}, Lease: 200 * time.Millisecond,
+			Start: at(start), End: at(end), Out: OutOK, Client: "A1"}
+	}
+	tests := []struct {
+		name  string
+		holds []Hold
+		calls []Call
+		runs  []LeaseRun
+		want  []string
+	}{
+		{"granted within its lease", []Hold{permit(150)}, nil, []LeaseRun{run("permit_acquire", 10, 200)}, nil},
+		{"granted after its lease ran out", []Hold{permit(400)}, nil, []LeaseRun{run("permit_acquire", 10, 200)}, []string{VStale}},
+		{"another owner's script", []Hold{permit(400)}, nil, []LeaseRun{func() LeaseRun { r := run("permit_acquire", 10, 200); r.Owner = "cd"; return r }()}, nil},
+		{"a script of an earlier call", []Hold{func() Hold { h := permit(400); h.AcqStart = at(20); return h }()}, nil, []LeaseRun{run("permit_acquire", 10, 200)}, nil},
+		{"a late grant given back, then a grant in time", []Hold{permit(400)}, nil,
+			[]LeaseRun{run("permit_acquire", 10, 200), run("permit_acquire", 380, 200)}, nil},
+		{"UpdateLease answered within the new lease", nil, []Call{update(0, 150)}, []LeaseRun{run("permit_update", 10, 200)}, nil},
+		{"UpdateLease answered after the new lease", nil, []Call{update(0, 400)}, []LeaseRun{run("permit_update", 10, 200)}, []string{VStale}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := logOf(1000, tc.holds, tc.calls, nil)
+			l.Runs = tc.runs
+			expect(t, CheckStaleGrants(l), tc.want...)
+		})
+	}
+}
+
+func TestCheckFairBursts(t *testing.T) {
+	lock := func(id int, owner string, start, end int) Call {
+		return waitCall(id, PrimFair, "A/fairb3", owner, start, end, OutOK)
+	}
+	tests := []struct {
+		name   string
+		calls  []Call
+		faults []Fault
+		want   []string
+	}{
+		{"granted in order", []Call{lock(1, "a", 0, 100), lock(2, "b", 20, 150), lock(3, "c", 40, 200)}, nil, nil},
+		{"a later waiter first", []Call{lock(1, "a", 0, 100), lock(2, "b", 20, 200), lock(3, "c", 40, 150)}, nil, []string{VFairOrder}},
+		{"asked at the same moment", []Call{lock(1, "a", 0, 200), lock(2, "b", 2, 150)}, nil, nil},
+		{"a restart lost the queue", []Call{lock(1, "a", 0, 200), lock(2, "b", 20, 150)},
+			[]Fault{{Kind: FaultRestart, Server: "A", Start: at(50), End: at(60)}}, nil},
+		{"another name", []Call{lock(1, "a", 0, 200), func() Call { c := lock(2, "b", 20, 150); c.Res = []string{"A/fair0"}; return c }()}, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			expect(t, CheckFairBursts(logOf(1000, nil, tc.calls, tc.faults)), tc.want...)
 		})
 	}
 }

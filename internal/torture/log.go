@@ -252,6 +252,20 @@ type RenewReply struct {
 	Acks int
 }
 
+// LeaseRun is a script that sets a lease (an acquire, a hand-off, a
+// permit's grant, a renewal, a permit's new lease) as the hook saw it: by T
+// it had run in Redis (or been replayed from its latch), setting Lease on
+// Owner's hold of Res (a permit's Owner is its id in hex, as the caller
+// sees it), so that lease ran out in Redis by T + Lease at the latest.
+type LeaseRun struct {
+	T      time.Time
+	Script string // "lock", "handoff", "permit_acquire", "renew", "permit_update", ...
+	Grants bool   // the script grants (an acquire, a hand-off); else it moves a held lease
+	Res    string // "<server>/<key>"
+	Owner  string
+	Lease  time.Duration
+}
+
 // FaultKind is a kind of injected fault.
 type FaultKind uint8
 
@@ -281,11 +295,16 @@ const (
 	// restrict pub/sub do: every script that publishes meets the refusal
 	// after its writes, and waiters elsewhere hear nothing.
 	FaultDenyPublish
+	// FaultSubDelay makes what the pub/sub connections of one Client (or
+	// every Client) of the server read arrive late, in order: a slow
+	// subscriber connection, on which a message can reach its actor after
+	// the command replies that followed it.
+	FaultSubDelay
 	numFaultKinds
 )
 
 var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation", "block", "late-release",
-	"script-flush", "deny-publish"}
+	"script-flush", "deny-publish", "pubsub-delay"}
 
 // String names the fault.
 func (k FaultKind) String() string {
@@ -319,6 +338,9 @@ type Log struct {
 	// Withheld are the release scripts that ran but whose replies the hook
 	// withheld.
 	Withheld []Withheld
+	// Runs are the lease-setting scripts the hook saw run (see LeaseRun,
+	// CheckStaleGrants).
+	Runs []LeaseRun
 	// RenewReplies are the renewals the hook saw answered 1 (see
 	// CheckLostDeadline).
 	RenewReplies []RenewReply

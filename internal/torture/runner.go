@@ -182,6 +182,7 @@ func Run(tb testing.TB, cfg Config) Result {
 	}
 	r.settle(log)
 	r.checkSemCounts()
+	r.checkClashes(log)
 
 	for _, c := range r.clients {
 		_ = c.c.Close()
@@ -345,6 +346,7 @@ func (r *runner) collect(start, end time.Time) *Log {
 	r.mu.Unlock()
 	l.RenewReplies = r.topo.renewReplies()
 	l.Withheld = r.faults.Withheld()
+	l.Runs = r.faults.TakeRuns()
 	return l
 }
 

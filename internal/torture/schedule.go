@@ -18,6 +18,8 @@ type Planned struct {
 	Prob   float64 // hook: chance that a command is hit
 	Seed   uint64  // hook: seeds its per-command draws
 	Class  string  // block: the class of command refused (ClassRelease, ClassResolve)
+	// Lag is how late a FaultSubDelay window makes pub/sub reads arrive.
+	Lag time.Duration
 }
 
 // String describes the planned fault for logs.
@@ -34,6 +36,9 @@ func (p Planned) String() string {
 	}
 	if p.Kind == FaultLate {
 		s += " (release replies late)"
+	}
+	if p.Kind == FaultSubDelay {
+		s += fmt.Sprintf(" (client %d, pub/sub %v late)", p.Client, p.Lag)
 	}
 	return s
 }
@@ -77,7 +82,8 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			// eight faults has the same mix, so no seed goes without hook
 			// windows (where most bugs show) or without a restart slot.
 			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart,
-				FaultBlock, FaultBlock, FaultBlock, FaultBlock, FaultLate, FaultLate, FaultScriptFlush, FaultDenyPublish}
+				FaultBlock, FaultBlock, FaultBlock, FaultBlock, FaultLate, FaultLate, FaultScriptFlush, FaultDenyPublish,
+				FaultSubDelay, FaultSubDelay}
 			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
 		p := Planned{At: at, Kind: bag[0], Server: "A"}
@@ -128,6 +134,16 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			p.Seed = rng.Uint64()
 		case FaultDenyPublish:
 			p.Dur = between(1*time.Second, 4*time.Second)
+		case FaultSubDelay:
+			// Where the latch rounds run; long enough to cover several,
+			// and late by more than a command's round trip, less than the
+			// liveness bound.
+			p.Server, p.Client = "A", -1
+			if rng.IntN(2) == 0 {
+				p.Client = rng.IntN(max(clients[p.Server], 1))
+			}
+			p.Dur = between(2*time.Second, 5*time.Second)
+			p.Lag = between(30*time.Millisecond, 150*time.Millisecond)
 		}
 		out = append(out, p)
 		// A restart itself takes up to a second or two; leave it room.

@@ -99,7 +99,8 @@ func (w *worker) latchStep(p plan) {
 		}()
 	}
 	time.Sleep(p.crit) // the awaiters' calls under way, mostly
-	for oks, tries := 0, 0; oks < n && tries < n+2 && !w.r.stopping(); tries++ {
+	oks := 0
+	for tries := 0; oks < n && tries < n+2 && !w.r.stopping(); tries++ {
 		if oks == n-1 {
 			time.Sleep(p.latchGap)
 		}
@@ -112,5 +113,36 @@ func (w *worker) latchStep(p plan) {
 			oks++
 		}
 	}
+	if p.latchReset && oks == n && !w.r.stopping() {
+		w.latchAgain(p, name, res, via)
+	}
 	wg.Wait()
+}
+
+// latchAgain sets a latch whose count just reached zero once more, at
+// once, and has it awaited through the Client that awaited the round
+// before (whose subscription may still deliver that round's zero message,
+// late on a slow pub/sub connection: it must not let the new awaiter go),
+// giving up after p.resetAwait; then counts it down, so the name ends
+// open.
+func (w *worker) latchAgain(p plan, name, res string, via func(int) *client) {
+	sc := newCallCtx(p.deadlines[4], 0)
+	out, _ := w.rec.do(Call{Client: w.ca.name, Prim: PrimLatch, Op: OpSetCount, Res: []string{res}, N: 1}, sc,
+		func(ctx context.Context) (bool, error) { return w.ca.c.CountDownLatch(name).TrySetCount(ctx, 1) })
+	sc.done()
+	if out != OutOK {
+		return
+	}
+	a := via(1)
+	ac := newCallCtx(p.resetAwait, 0)
+	w.rec.do(Call{Client: a.name, Prim: PrimLatch, Op: OpAwait, Res: []string{res}}, ac,
+		func(ctx context.Context) (bool, error) {
+			err := a.c.CountDownLatch(name).Await(ctx)
+			return err == nil, err
+		})
+	ac.done()
+	dc := newCallCtx(p.deadlines[5], 0)
+	w.rec.do(Call{Client: w.ca.name, Prim: PrimLatch, Op: OpCountDown, Res: []string{res}}, dc,
+		func(ctx context.Context) (bool, error) { return true, w.ca.c.CountDownLatch(name).CountDown(ctx) })
+	dc.done()
 }

@@ -80,6 +80,8 @@ func CheckTopology(l *Log, lim Limits, rx Relaxations) []Violation {
 	vs = append(vs, CheckLateLost(rx.unjudgedLost(l))...)
 	vs = append(vs, CheckReplicaGrants(l, rx)...)
 	vs = append(vs, CheckLatches(l, lim, rx)...)
+	vs = append(vs, CheckStaleGrants(l)...)
+	vs = append(vs, CheckFairBursts(l)...)
 	slices.SortStableFunc(vs, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return vs
 }

@@ -27,10 +27,12 @@ const (
 	stepSpin
 	stepPermit
 	stepLatch
+	stepFairBurst
+	stepClash
 	numSteps
 )
 
-var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4, 10, 10, 3}
+var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4, 10, 10, 3, 6, 2}
 
 // Fixed leases are 1-4s for about a third; one in two is short (shortLease
 // to shortLeaseMax), so that fault delays (up to twice shortLeaseMax, see
@@ -107,6 +109,15 @@ type plan struct {
 	awaiters     int
 	latchGap     time.Duration
 	awaitGivesUp bool
+	// latchReset: once the round's count reached zero, the worker sets it
+	// again at once and one more Await (through the Client that awaited
+	// first) gives up after resetAwait (40-100ms) unless let go.
+	latchReset bool
+	resetAwait time.Duration
+	// A fair burst (see fairBurstStep): how many more waiters of the
+	// Client ask (2-4), burstGap apart (10-30ms).
+	burst    int
+	burstGap time.Duration
 }
 
 // drawPlan draws a step from weights (stepWeights, or a topology's mix)
@@ -154,6 +165,10 @@ func drawPlan(rng *rand.Rand, weights *[numSteps]int) plan {
 	p.awaitGivesUp = rng.IntN(4) == 0
 	p.edge = rng.IntN(6) == 0
 	p.edgeJitter = time.Duration(rng.Int64N(int64(10*time.Millisecond)+1)) - 5*time.Millisecond
+	p.latchReset = rng.IntN(2) == 0
+	p.resetAwait = 40*time.Millisecond + time.Duration(rng.Int64N(int64(60*time.Millisecond)+1))
+	p.burst = 2 + rng.IntN(3)
+	p.burstGap = 10*time.Millisecond + time.Duration(rng.Int64N(int64(20*time.Millisecond)+1))
 	return p
 }
 
@@ -240,8 +255,9 @@ type worker struct {
 	locks  map[string]*lockactor.Lock
 	rws    map[string]*lockactor.ReadWriteLock
 	multis map[string]*multiHandle
-	// latches counts this worker's latch rounds (each on a fresh name).
-	latches int
+	// latches counts this worker's latch rounds (each on a fresh name),
+	// clashes its kind-clash steps (likewise).
+	latches, clashes int
 }
 
 type multiHandle struct {
@@ -284,6 +300,10 @@ func (w *worker) run() {
 			w.permitStep(p)
 		case stepLatch:
 			w.latchStep(p)
+		case stepFairBurst:
+			w.fairBurstStep(p)
+		case stepClash:
+			w.clashStep(p)
 		case stepOwn:
 			// A name nobody else takes, with a long fixed lease: its actor
 			// has nothing else to do, so a release is its last request
