@@ -1,18 +1,22 @@
 // Package delayline puts delay lines on a net.Conn: what arrives from the
 // peer, and optionally what is written to it, is passed on a settable time
 // late, in order, and a Write never waits for the line, so a pipelining
-// client keeps pipelining. The torture suite delays a Client's pub/sub
-// connections with it; the benchmarks put a same-zone network between
-// their clients and Redis.
+// client keeps pipelining. OnSubscribe delays only what a Redis connection
+// reads once it subscribes: the torture suite's slow pub/sub connections.
+// The benchmarks put a same-zone network between their clients and Redis.
 //
 // It must never reorder or drop bytes: a delay that shrinks while bytes are
 // in the line makes later bytes wait for the earlier ones.
 package delayline
 
 import (
+	"bytes"
+	"errors"
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -274,4 +278,53 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 		return nil
 	}
 	return c.Conn.SetWriteDeadline(t)
+}
+
+// OnSubscribe wraps a Redis connection so that from its first SUBSCRIBE,
+// SSUBSCRIBE or PSUBSCRIBE on, what it reads runs through a delay line of
+// delay: a subscriber connection slower than the command connections
+// beside it. Until then it is raw itself (SyscallConn included, so
+// go-redis's pool checks see the socket as before).
+func OnSubscribe(raw net.Conn, delay func() time.Duration) net.Conn {
+	c := &subConn{raw: raw, delay: delay}
+	c.cur.Store(&raw)
+	return c
+}
+
+type subConn struct {
+	raw   net.Conn
+	cur   atomic.Pointer[net.Conn] // raw, then its delay line
+	delay func() time.Duration
+	on    sync.Once
+}
+
+func (c *subConn) conn() net.Conn { return *c.cur.Load() }
+
+// Write notices the first subscription and moves the reads onto the delay
+// line before it goes out: go-redis reads nothing between its writes and
+// the replies they ask for, so no read is in progress on raw then.
+func (c *subConn) Write(p []byte) (int, error) {
+	if bytes.Contains(bytes.ToLower(p), []byte("subscribe\r\n")) {
+		c.on.Do(func() {
+			line := net.Conn(New(c.raw, Delays{Read: c.delay}))
+			c.cur.Store(&line)
+		})
+	}
+	return c.conn().Write(p)
+}
+
+func (c *subConn) Read(p []byte) (int, error)         { return c.conn().Read(p) }
+func (c *subConn) Close() error                       { return c.conn().Close() }
+func (c *subConn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
+func (c *subConn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr() }
+func (c *subConn) SetDeadline(t time.Time) error      { return c.conn().SetDeadline(t) }
+func (c *subConn) SetReadDeadline(t time.Time) error  { return c.conn().SetReadDeadline(t) }
+func (c *subConn) SetWriteDeadline(t time.Time) error { return c.conn().SetWriteDeadline(t) }
+
+// SyscallConn is raw's, for go-redis's pool checks.
+func (c *subConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.raw.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.New("delayline: no syscall connection")
 }

@@ -142,3 +142,33 @@ func TestCloseEndsTheLines(t *testing.T) {
 		t.Fatal("a write after Close succeeded")
 	}
 }
+
+func TestOnSubscribeDelaysOnlyASubscriber(t *testing.T) {
+	near, far := pair(t)
+	c := OnSubscribe(near, fixed(60*time.Millisecond))
+	t.Cleanup(func() { c.Close() })
+	roundTrip := func(cmd string) time.Duration {
+		start := time.Now()
+		if _, err := c.Write([]byte(cmd)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		n, err := far.Read(buf)
+		if err != nil || string(buf[:n]) != cmd {
+			t.Fatalf("peer read %q, %v", buf[:n], err)
+		}
+		if _, err := far.Write([]byte("+OK\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Read(buf); err != nil || string(buf[:n]) != "+OK\r\n" {
+			t.Fatalf("read %q, %v", buf[:n], err)
+		}
+		return time.Since(start)
+	}
+	if d := roundTrip("*1\r\n$4\r\nPING\r\n"); d > 40*time.Millisecond {
+		t.Fatalf("a command connection's reply took %v", d)
+	}
+	if d := roundTrip("*2\r\n$9\r\nsubscribe\r\n$1\r\nx\r\n"); d < 60*time.Millisecond {
+		t.Fatalf("a subscriber's reply took %v, want at least the 60ms line", d)
+	}
+}

@@ -123,6 +123,7 @@ type Faults struct {
 	blocked  *block
 	slow     *late
 	subLag   *subLag
+	link     *subLag // an active FaultSlowLink: the Client whose commands go out late, and by how much
 	counts   [numEffects]int
 	withheld []Withheld
 	runs     []LeaseRun
@@ -303,6 +304,31 @@ func (f *Faults) UnslowSub() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.subLag = nil
+}
+
+// SlowLink starts delaying every command of p's Client by p.Lag.
+func (f *Faults) SlowLink(p Planned) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.link = &subLag{server: p.Server, client: p.Client, d: p.Lag}
+}
+
+// UnslowLink ends the slow-link window.
+func (f *Faults) UnslowLink() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.link = nil
+}
+
+// linkDelay is how late a command of server's client goes out now.
+func (f *Faults) linkDelay(server string, client int) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.link
+	if s == nil || s.server != server || s.client != client {
+		return 0
+	}
+	return s.d
 }
 
 // subDelay is how late what server's client reads on a pub/sub connection

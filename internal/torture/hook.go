@@ -1,14 +1,10 @@
 package torture
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -78,57 +74,8 @@ func (h *Hook) DialHook(next redis.DialHook) redis.DialHook {
 		if err != nil || h.Faults == nil {
 			return conn, err
 		}
-		return newSubConn(conn, func() time.Duration { return h.Faults.subDelay(h.Server, h.Client) }), nil
+		return delayline.OnSubscribe(conn, func() time.Duration { return h.Faults.subDelay(h.Server, h.Client) }), nil
 	}
-}
-
-// subConn is a dialled connection that puts its reads on a delay line from
-// its first subscription on. Until then it is the connection itself, so the
-// pool's health checks see the socket as before (SyscallConn).
-type subConn struct {
-	raw net.Conn
-	cur atomic.Pointer[net.Conn] // raw, then its delay line
-	lag func() time.Duration
-	on  sync.Once
-}
-
-func newSubConn(raw net.Conn, lag func() time.Duration) *subConn {
-	c := &subConn{raw: raw, lag: lag}
-	c.cur.Store(&raw)
-	return c
-}
-
-func (c *subConn) conn() net.Conn { return *c.cur.Load() }
-
-// Write notices the first subscription and moves the reads onto the delay
-// line before it goes out: go-redis reads nothing between its writes and
-// the replies they ask for, so no read is in progress on the raw
-// connection then.
-func (c *subConn) Write(p []byte) (int, error) {
-	if bytes.Contains(bytes.ToLower(p), []byte("subscribe\r\n")) {
-		c.on.Do(func() {
-			line := net.Conn(delayline.New(c.raw, delayline.Delays{Read: c.lag}))
-			c.cur.Store(&line)
-		})
-	}
-	return c.conn().Write(p)
-}
-
-func (c *subConn) Read(p []byte) (int, error)         { return c.conn().Read(p) }
-func (c *subConn) Close() error                       { return c.conn().Close() }
-func (c *subConn) LocalAddr() net.Addr                { return c.raw.LocalAddr() }
-func (c *subConn) RemoteAddr() net.Addr               { return c.raw.RemoteAddr() }
-func (c *subConn) SetDeadline(t time.Time) error      { return c.conn().SetDeadline(t) }
-func (c *subConn) SetReadDeadline(t time.Time) error  { return c.conn().SetReadDeadline(t) }
-func (c *subConn) SetWriteDeadline(t time.Time) error { return c.conn().SetWriteDeadline(t) }
-
-// SyscallConn gives go-redis's pool checks the socket, as the raw
-// connection would.
-func (c *subConn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.raw.(syscall.Conn); ok {
-		return sc.SyscallConn()
-	}
-	return nil, errors.New("torture: no syscall connection")
 }
 
 // ProcessHook observes and maybe faults one command.
@@ -155,6 +102,9 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 func (h *Hook) fault(cmds []redis.Cmder, send func() error) error {
 	renewals := h.observe(cmds)
 	h.Sent.count(cmds)
+	if d := h.Faults.linkDelay(h.Server, h.Client); d > 0 {
+		time.Sleep(d) // a slow link: the command goes out late
+	}
 	e, d := h.Faults.blocks(h.Server, h.Client, cmds), time.Duration(0)
 	if e == EffectNone {
 		if d = h.Faults.lateReply(h.Server, cmds); d > 0 {

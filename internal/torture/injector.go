@@ -64,6 +64,11 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		r.faults.SlowSub(p)
 		r.sleepUntil(f.Start.Add(p.Dur))
 		r.faults.UnslowSub()
+	case FaultSlowLink:
+		f.Detail = fmt.Sprintf("client %d: every command %v late", p.Client, p.Lag)
+		r.faults.SlowLink(p)
+		r.sleepUntil(f.Start.Add(p.Dur))
+		r.faults.UnslowLink()
 	case FaultScriptFlush:
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		f.Detail = fmt.Sprintf("(err %v)", r.admin[p.Server].ScriptFlush(ctx).Err())

@@ -300,11 +300,16 @@ const (
 	// subscriber connection, on which a message can reach its actor after
 	// the command replies that followed it.
 	FaultSubDelay
+	// FaultSlowLink delays every command of one Client of the server by
+	// the same lag for a while, as a slow link would: each script of that
+	// Client stays in flight that much longer, and callers that arrive
+	// meanwhile queue behind it in its actors.
+	FaultSlowLink
 	numFaultKinds
 )
 
 var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation", "block", "late-release",
-	"script-flush", "deny-publish", "pubsub-delay"}
+	"script-flush", "deny-publish", "pubsub-delay", "slow-link"}
 
 // String names the fault.
 func (k FaultKind) String() string {

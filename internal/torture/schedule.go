@@ -18,7 +18,8 @@ type Planned struct {
 	Prob   float64 // hook: chance that a command is hit
 	Seed   uint64  // hook: seeds its per-command draws
 	Class  string  // block: the class of command refused (ClassRelease, ClassResolve)
-	// Lag is how late a FaultSubDelay window makes pub/sub reads arrive.
+	// Lag is how late a FaultSubDelay window makes pub/sub reads arrive,
+	// or a FaultSlowLink window each command go out.
 	Lag time.Duration
 }
 
@@ -39,6 +40,9 @@ func (p Planned) String() string {
 	}
 	if p.Kind == FaultSubDelay {
 		s += fmt.Sprintf(" (client %d, pub/sub %v late)", p.Client, p.Lag)
+	}
+	if p.Kind == FaultSlowLink {
+		s += fmt.Sprintf(" (client %d, commands %v late)", p.Client, p.Lag)
 	}
 	return s
 }
@@ -83,7 +87,7 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			// windows (where most bugs show) or without a restart slot.
 			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart,
 				FaultBlock, FaultBlock, FaultBlock, FaultBlock, FaultLate, FaultLate, FaultScriptFlush, FaultDenyPublish,
-				FaultSubDelay, FaultSubDelay}
+				FaultSubDelay, FaultSubDelay, FaultSlowLink, FaultSlowLink}
 			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
 		p := Planned{At: at, Kind: bag[0], Server: "A"}
@@ -142,8 +146,14 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			if rng.IntN(2) == 0 {
 				p.Client = rng.IntN(max(clients[p.Server], 1))
 			}
-			p.Dur = between(2*time.Second, 5*time.Second)
-			p.Lag = between(30*time.Millisecond, 150*time.Millisecond)
+			p.Dur = between(3*time.Second, 6*time.Second)
+			p.Lag = between(20*time.Millisecond, 120*time.Millisecond)
+		case FaultSlowLink:
+			// One Client of A (every primitive lives there), a lag of
+			// about a fair burst's gaps, well under every lease.
+			p.Server, p.Client = "A", rng.IntN(max(clients["A"], 1))
+			p.Dur = between(2*time.Second, 4*time.Second)
+			p.Lag = between(20*time.Millisecond, 80*time.Millisecond)
 		}
 		out = append(out, p)
 		// A restart itself takes up to a second or two; leave it room.

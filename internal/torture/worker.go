@@ -111,7 +111,8 @@ type plan struct {
 	awaitGivesUp bool
 	// latchReset: once the round's count reached zero, the worker sets it
 	// again at once and one more Await (through the Client that awaited
-	// first) gives up after resetAwait (40-100ms) unless let go.
+	// first) gives up after resetAwait (150-250ms, longer than a
+	// FaultSubDelay's lag) unless let go.
 	latchReset bool
 	resetAwait time.Duration
 	// A fair burst (see fairBurstStep): how many more waiters of the
@@ -166,7 +167,7 @@ func drawPlan(rng *rand.Rand, weights *[numSteps]int) plan {
 	p.edge = rng.IntN(6) == 0
 	p.edgeJitter = time.Duration(rng.Int64N(int64(10*time.Millisecond)+1)) - 5*time.Millisecond
 	p.latchReset = rng.IntN(2) == 0
-	p.resetAwait = 40*time.Millisecond + time.Duration(rng.Int64N(int64(60*time.Millisecond)+1))
+	p.resetAwait = 150*time.Millisecond + time.Duration(rng.Int64N(int64(100*time.Millisecond)+1))
 	p.burst = 2 + rng.IntN(3)
 	p.burstGap = 10*time.Millisecond + time.Duration(rng.Int64N(int64(20*time.Millisecond)+1))
 	return p
