@@ -80,14 +80,15 @@ func awaitReply[R any](ctx context.Context, send func(any) error, done <-chan st
 }
 
 // guarded runs fn on the Client's Redis connection, returning when ctx ends
-// even on a hung server (redisio.Guard), and names the lock in its error. It
-// is for calls that change no actor state: queries, force unlock, permits.
-func guarded[T any](ctx context.Context, c *Client, name string, fn func(context.Context, *redisio.Conn) (T, error)) (T, error) {
+// even on a hung server (redisio.Guard), and names the kind and name in its
+// error. It is for calls that change no actor state: queries, force unlock,
+// permits.
+func guarded[T any](ctx context.Context, c *Client, k kind, name string, fn func(context.Context, *redisio.Conn) (T, error)) (T, error) {
 	io := c.rt.IO()
 	v, err := redisio.Guard(ctx, io, func(ctx context.Context) (T, error) { return fn(ctx, io) })
 	if err != nil {
 		var zero T
-		return zero, nameError(name, err)
+		return zero, k.err(name, err)
 	}
 	return v, nil
 }

@@ -51,9 +51,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 			opt(&o)
 		}
 	}
-	if o.watchdog < MinLease {
-		return nil, fmt.Errorf("%w: watchdog timeout %v below MinLease (%v)", ErrInvalidArgument, o.watchdog, MinLease)
+	if o.watchdog <= 0 {
+		return nil, fmt.Errorf("%w: watchdog timeout %v <= 0", ErrInvalidArgument, o.watchdog)
 	}
+	o.watchdog = wholeMS(o.watchdog)
 	if o.idleAfter <= 0 {
 		return nil, fmt.Errorf("%w: idle actor timeout %v <= 0", ErrInvalidArgument, o.idleAfter)
 	}
@@ -222,6 +223,3 @@ func (c *Client) SpinLock(name string) *Lock {
 func (c *Client) newLock(kind actors.Kind, name string) *Lock {
 	return &Lock{c: c, name: name, key: actors.Key{Kind: kind, Name: name}, owner: c.newOwner()}
 }
-
-// errClosed is what every call returns after Close, naming the lock.
-func errClosed(name string) error { return nameError(name, ErrClosed) }

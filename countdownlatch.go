@@ -46,13 +46,13 @@ const latchSlotProblem = "on a Redis Cluster a latch name cannot contain '{' or 
 func (l *CountDownLatch) check(ctx context.Context) error {
 	switch {
 	case ctx == nil:
-		return invalid(l.name, "nil context")
+		return kindLatch.invalid(l.name, "nil context")
 	case l.name == "":
-		return invalid(l.name, "empty latch name")
+		return kindLatch.invalid(l.name, "empty latch name")
 	case l.c.cluster && strings.ContainsAny(l.name, "{}"):
-		return invalid(l.name, latchSlotProblem)
+		return kindLatch.invalid(l.name, latchSlotProblem)
 	case l.c.closed():
-		return errClosed(l.name)
+		return kindLatch.closed(l.name)
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error)
 		return false, err
 	}
 	if n <= 0 || n > math.MaxInt {
-		return false, invalid(l.name, fmt.Sprintf("count %d", n))
+		return false, kindLatch.invalid(l.name, fmt.Sprintf("count %d", n))
 	}
 	res, err := l.adjust(ctx, &messages.Adjust{N: int(n), SetOnly: true})
 	return res.Set, err
@@ -90,7 +90,7 @@ func (l *CountDownLatch) CountDown(ctx context.Context) error {
 // adjust asks the latch's actor to run m and waits for its answer, ctx or
 // Close.
 func (l *CountDownLatch) adjust(ctx context.Context, m *messages.Adjust) (messages.AdjustResult, error) {
-	return sendAdjust(ctx, l.c, l.key, l.name, m)
+	return sendAdjust(ctx, l.c, l.key, kindLatch, l.name, m)
 }
 
 // Count is the count now: 0 when none is set.
@@ -98,7 +98,7 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 	if err := l.check(ctx); err != nil {
 		return 0, err
 	}
-	return guarded(ctx, l.c, l.name, func(ctx context.Context, io *redisio.Conn) (int64, error) {
+	return guarded(ctx, l.c, kindLatch, l.name, func(ctx context.Context, io *redisio.Conn) (int64, error) {
 		return io.CountDownGet(ctx, l.name)
 	})
 }
@@ -117,7 +117,7 @@ func (l *CountDownLatch) Await(ctx context.Context) error {
 		err = res.Err
 	}
 	if err != nil {
-		err = nameError(l.name, err)
+		err = kindLatch.err(l.name, err)
 	}
 	l.c.metrics.acquisition(ctx, callLatch, l.name, start, err == nil, err)
 	return err

@@ -100,14 +100,13 @@ func TestCountDownLatchAwaitAcrossPubSubKill(t *testing.T) {
 	tests := []struct {
 		name string
 		kill func(t *testing.T, admin *redis.Client) int64
-		left int64 // subscribers right after the kill
 	}{
 		{"CLIENT KILL TYPE pubsub", func(t *testing.T, admin *redis.Client) int64 {
 			return admin.ClientKillByFilter(context.Background(), "TYPE", "pubsub").Val()
-		}, 0},
+		}},
 		{"CLIENT KILL of one Client's subscriber", func(t *testing.T, admin *redis.Client) int64 {
 			return killSubscriber(t, admin, "cdl-kill-0")
-		}, 1},
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,11 +130,11 @@ func TestCountDownLatchAwaitAcrossPubSubKill(t *testing.T) {
 			const per = 4
 			results := awaitEach(ctx, admin, handles, per)
 			within(t, 5*time.Second, "both Clients subscribed", func() bool { return numSub(ctx, admin, channel) == 2 })
+			// (How many subscribers are left right after the kill is not
+			// judged: a command written on a killed connection, a barrier's
+			// PING, makes go-redis subscribe again at once.)
 			if n := tc.kill(t, admin); n == 0 {
 				t.Fatal("killed no connection")
-			}
-			if n := numSub(ctx, admin, channel); n != tc.left {
-				t.Fatalf("%d subscribers right after the kill, want %d", n, tc.left)
 			}
 			within(t, 3*time.Second, "both Clients subscribed again", func() bool { return numSub(ctx, admin, channel) == 2 })
 			if len(results) != 0 {

@@ -3,13 +3,15 @@ package lockactor_test
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/delayline"
 	"github.com/lockactor/lockactor/internal/redistest"
 	"github.com/lockactor/lockactor/scripts"
 )
@@ -244,15 +246,7 @@ func TestCountDownLatchRetriedCountDownAppliesOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		admin := srv.Client(t)
-		evalshas := func() int64 {
-			for _, line := range strings.Split(admin.Info(ctx, "commandstats").Val(), "\r\n") {
-				if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-					n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-					return n
-				}
-			}
-			return 0
-		}
+		evalshas := func() int64 { return evalshaCalls(t, admin) }
 		before := evalshas()
 		cut := proxy.CutAfter(func(args []string) bool {
 			return len(args) > 1 && args[0] == "EVALSHA" && args[1] == script.Hash()
@@ -268,4 +262,48 @@ func TestCountDownLatchRetriedCountDownAppliesOnce(t *testing.T) {
 			t.Fatalf("Count after one re-sent CountDown = %d, %v; want 2", n, err)
 		}
 	})
+}
+
+// A zero message still on its way when the count is set again must not let
+// go an Await that began after, and must still release the Await it was
+// for: here Client A's subscription connection delivers 80ms late, so round
+// one's zero message reaches A after round two was set and awaited. Before,
+// it released every Await waiting in A, the new one included, while the
+// count was 1 and nobody counted down (and when it arrived together with
+// round two's new-count message, it released nobody).
+func TestCountDownLatchOldZeroMessageOpensNoNewAwait(t *testing.T) {
+	srv := redistest.Start(t)
+	slowSub := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return delayline.OnSubscribe(conn, func() time.Duration { return 80 * time.Millisecond }), nil
+	}})
+	t.Cleanup(func() { slowSub.Close() })
+	a, b := newClient(t, slowSub).CountDownLatch("cdl-rounds"), newClient(t, srv.Client(t)).CountDownLatch("cdl-rounds")
+	ctx := ctxFor(t, 10*time.Second)
+	if ok, err := b.TrySetCount(ctx, 1); !ok || err != nil {
+		t.Fatalf("TrySetCount = %v, %v", ok, err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- a.Await(ctx) }()
+	time.Sleep(300 * time.Millisecond) // A subscribed and waiting
+	if err := b.CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Round two's new-count message apart from round one's zero message:
+	// A hears them one at a time.
+	time.Sleep(20 * time.Millisecond)
+	if ok, err := b.TrySetCount(ctx, 1); !ok || err != nil {
+		t.Fatalf("TrySetCount of round two = %v, %v", ok, err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	defer cancel()
+	if err := a.Await(actx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Await of round two, with its count set and nobody counting down = %v, want its ctx's error", err)
+	}
+	if err := waitErr(t, first, 5*time.Second, "round one's Await"); err != nil {
+		t.Fatalf("round one's Await = %v", err)
+	}
 }

@@ -23,7 +23,7 @@ var (
 	ErrClosed = redisio.ErrClosed
 	// ErrInvalidArgument is returned when a call or its options are invalid:
 	// an empty name (or, on a Redis Cluster, one whose keys would span
-	// slots), a nil ctx, a negative lease or wait, a lease below MinLease,
+	// slots), a nil ctx, a negative lease or wait,
 	// n <= 0 permits, a MultiLock or RedLock without locks or with a nil
 	// one, a read-to-write upgrade of a ReadWriteLock, an Extend of a
 	// watchdog-renewed hold. Nothing was changed in Redis.
@@ -44,10 +44,47 @@ var (
 // names may be up to 64 KiB and hold any bytes.
 const maxNameInError = 128
 
-// nameError wraps err with the lock's name: `lock "orders": <err>`.
-func nameError(name string, err error) error {
-	return fmt.Errorf("lock %q: %w", shortName(name), err)
+// kind names the primitive an error concerns: an error's message starts
+// with it and the name, `semaphore "jobs": ...`.
+type kind string
+
+// The kinds, as errors name them.
+const (
+	kindLock      kind = "lock"
+	kindFair      kind = "fair lock"
+	kindFenced    kind = "fenced lock"
+	kindSpin      kind = "spin lock"
+	kindRead      kind = "read lock"
+	kindWrite     kind = "write lock"
+	kindSemaphore kind = "semaphore"
+	kindPermit    kind = "permit semaphore"
+	kindLatch     kind = "count-down latch"
+	kindMulti     kind = "multilock"
+	kindRed       kind = "redlock"
+)
+
+// err wraps e with the kind and name: `fair lock "orders": <e>`.
+func (k kind) err(name string, e error) error {
+	return fmt.Errorf("%s %q: %w", k, shortName(name), e)
 }
+
+// invalid builds an ErrInvalidArgument that says what was wrong.
+func (k kind) invalid(name, what string) error {
+	return k.err(name, fmt.Errorf("%w: %s", ErrInvalidArgument, what))
+}
+
+// closed is what every call returns after Close.
+func (k kind) closed(name string) error { return k.err(name, ErrClosed) }
+
+// notHeld is ErrNotHeld for what is not a lock (a permit): it says what was
+// not held, and matches ErrNotHeld.
+type notHeld struct{ what string }
+
+// Error says what was not held.
+func (e notHeld) Error() string { return "lockactor: " + e.what + " not held" }
+
+// Is makes errors.Is(err, ErrNotHeld) true.
+func (e notHeld) Is(target error) bool { return target == ErrNotHeld }
 
 // shortName is name cut to maxNameInError bytes for an error message.
 func shortName(name string) string {
@@ -55,11 +92,6 @@ func shortName(name string) string {
 		return name[:maxNameInError] + "..."
 	}
 	return name
-}
-
-// invalid builds an ErrInvalidArgument that says what was wrong.
-func invalid(name, what string) error {
-	return nameError(name, fmt.Errorf("%w: %s", ErrInvalidArgument, what))
 }
 
 // MemberError is one member's failure within a MultiLock or RedLock

@@ -110,7 +110,6 @@ func TestLockExtendErrors(t *testing.T) {
 		}, time.Second, lockactor.ErrNotHeld},
 		{"zero lease", holdFor10s(ctx), 0, lockactor.ErrInvalidArgument},
 		{"negative lease", holdFor10s(ctx), -time.Second, lockactor.ErrInvalidArgument},
-		{"lease below MinLease", holdFor10s(ctx), lockactor.MinLease / 2, lockactor.ErrInvalidArgument},
 		{"watchdog hold", func(t *testing.T, l *lockactor.Lock, _ string) context.Context {
 			lockWith(t, ctx, l)
 			return ctx

@@ -8,8 +8,6 @@ package lockactor_test
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -114,17 +112,7 @@ func TestResentScriptIsAppliedOnce(t *testing.T) {
 			return len(args) > 1 && args[0] == "EVALSHA" && args[1] == sha
 		})
 	}
-	// evalshas counts the scripts the server ran: a re-sent copy counts.
-	evalshas := func() int64 {
-		stats := admin.Info(ctx, "commandstats").Val()
-		for _, line := range strings.Split(stats, "\r\n") {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-				return n
-			}
-		}
-		return 0
-	}
+	evalshas := func() int64 { return evalshaCalls(t, admin) }
 	// resent runs call with a cut after the script sha and checks that the
 	// server did run it twice.
 	resent := func(what, sha string, call func() error) {

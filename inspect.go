@@ -20,7 +20,7 @@ func query[T any](ctx context.Context, l *Lock, fn func(context.Context, *redisi
 		var zero T
 		return zero, err
 	}
-	return guarded(ctx, l.c, l.name, fn)
+	return guarded(ctx, l.c, l.what(), l.name, fn)
 }
 
 // rwMode is the mode field a ReadWriteLock view owns: "read" or "write".

@@ -303,29 +303,46 @@ func TestCloseBoundedOnHungRedis(t *testing.T) {
 	<-closed
 }
 
-// A grant whose reply comes back after half its lease is not handed out: the
-// hold may be gone already. Lock gives it back and takes a fresh one.
+// A grant whose reply comes back after its lease has run out is not handed
+// out: the hold may be gone already. Lock gives it back and takes a fresh
+// one. One that comes back with some of its lease left is the caller's.
 func TestLateGrantIsNotHandedOut(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb, hook := hooked(t, srv)
-	c := newClient(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
-	warmScripts(t, c, ctx)
 	const lease = 400 * time.Millisecond
-	late := hook.add(&faultRule{match: evalOf(scripts.Latched.Lock.Hash()), times: 1, delay: 300 * time.Millisecond, after: true})
-	l := c.Lock("late-grant")
-	if err := l.Lock(ctx, lockactor.WithLease(lease)); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name  string
+		delay time.Duration // the first grant's reply comes back this late
+		fresh bool          // the caller gets a fresh grant, not the late one
+	}{
+		{"past its lease", 450 * time.Millisecond, true},
+		{"with some of its lease left", 200 * time.Millisecond, false},
 	}
-	left, err := l.RemainingLease(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if left < lease/2 {
-		t.Fatalf("Lock returned with %v of a %v lease left (acquire scripts sent: %d)", left, lease, hook.count(late))
-	}
-	if n, _ := l.HoldCount(ctx); n != 1 {
-		t.Fatalf("HoldCount = %d, want 1: the late grant was not given back", n)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb, hook := hooked(t, srv)
+			c := newClient(t, rdb)
+			ctx := ctxFor(t, 20*time.Second)
+			warmScripts(t, c, ctx)
+			late := hook.add(&faultRule{match: evalOf(scripts.Latched.Lock.Hash()), times: 1, delay: tc.delay, after: true})
+			l := c.Lock("late-grant")
+			if err := l.Lock(ctx, lockactor.WithLease(lease)); err != nil {
+				t.Fatal(err)
+			}
+			left, err := l.RemainingLease(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := hook.count(late)
+			switch {
+			case tc.fresh && left < lease/2:
+				t.Fatalf("Lock returned with %v of a %v lease left (acquire scripts sent: %d)", left, lease, sent)
+			case !tc.fresh && (left <= 0 || left > lease-tc.delay):
+				t.Fatalf("Lock returned with %v of a %v lease left, want the late grant's rest (acquire scripts sent: %d)", left, lease, sent)
+			}
+			if n, _ := l.HoldCount(ctx); n != 1 {
+				t.Fatalf("HoldCount = %d, want 1: the late grant was not given back", n)
+			}
+		})
 	}
 }
 

@@ -82,7 +82,7 @@ func (l *Lock) begin(ctx context.Context, opts []LockOption) (lockOptions, error
 	if err := l.check(ctx); err != nil {
 		return lockOptions{}, err
 	}
-	return lockOptionsOf(l.name, opts)
+	return lockOptionsOf(l.what(), l.name, opts)
 }
 
 // check rejects calls that must not reach Redis: nil ctx, empty name, closed
@@ -90,13 +90,13 @@ func (l *Lock) begin(ctx context.Context, opts []LockOption) (lockOptions, error
 func (l *Lock) check(ctx context.Context) error {
 	switch {
 	case ctx == nil:
-		return invalid(l.name, "nil context")
+		return l.what().invalid(l.name, "nil context")
 	case l.name == "":
-		return invalid(l.name, "empty lock name")
+		return l.what().invalid(l.name, "empty lock name")
 	case l.c.cluster && !slotSafe(l.name):
-		return invalid(l.name, slotProblem)
+		return l.what().invalid(l.name, slotProblem)
 	case l.c.closed():
-		return errClosed(l.name)
+		return l.what().closed(l.name)
 	}
 	return nil
 }
@@ -120,11 +120,11 @@ func (l *Lock) ask(ctx context.Context, o lockOptions, tryOnly bool, expired <-c
 	})
 	switch {
 	case err != nil:
-		return false, nameError(l.name, err)
+		return false, l.what().err(l.name, err)
 	case res.Err != nil:
-		return false, nameError(l.name, res.Err)
+		return false, l.what().err(l.name, res.Err)
 	case res.Upgrade:
-		return false, invalid(l.name, "read-to-write upgrade: this owner holds read holds, and the write lock would wait for itself")
+		return false, l.what().invalid(l.name, "read-to-write upgrade: this owner holds read holds, and the write lock would wait for itself")
 	case res.Granted:
 		l.mu.Lock()
 		if res.Lost != l.lost { // a fresh Lost channel: a hold from zero
@@ -160,11 +160,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	res, err := awaitRelease(ctx, send, l.c.done, &messages.Release{Owner: l.owner, Mode: l.mode})
 	switch {
 	case err != nil:
-		return nameError(l.name, err)
+		return l.what().err(l.name, err)
 	case res.Err != nil:
-		return nameError(l.name, res.Err)
+		return l.what().err(l.name, res.Err)
 	case res.NotHeld:
-		return nameError(l.name, ErrNotHeld)
+		return l.what().err(l.name, ErrNotHeld)
 	}
 	if res.Gone {
 		l.mu.Lock()
@@ -184,8 +184,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // It works for every kind of Lock: a plain Lock, a FairLock, a FencedLock
 // (the token stays the same) and either view of a ReadWriteLock, whose key
 // keeps the longest lease any of its holds needs (its TTL becomes at least
-// lease). A lease below MinLease is ErrInvalidArgument too, as with
-// WithLease. A reentrant hold is extended as a whole, and a later WithLease
+// lease). The lease counts in whole milliseconds, rounded up, as
+// WithLease's does. A reentrant hold is extended as a whole, and a later WithLease
 // acquisition by the same handle sets its lease again. A hold found gone in
 // Redis closes Lost, and so does a reply that comes back after the new
 // lease, counted from when it was sent, could have run out: that Extend
@@ -199,23 +199,42 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
-	if err := checkLease(l.name, lease); err != nil {
+	if err := checkLease(l.what(), l.name, lease); err != nil {
 		return err
 	}
+	lease = wholeMS(lease)
 	m := &messages.Extend{Owner: l.owner, Mode: l.mode, Lease: lease, Handle: true, Reply: make(chan messages.ExtendResult, 1)}
 	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }
 	res, err := awaitReply(ctx, send, l.c.done, m, m.Reply)
 	switch {
 	case err != nil:
-		return nameError(l.name, err)
+		return l.what().err(l.name, err)
 	case res.Err != nil:
-		return nameError(l.name, res.Err)
+		return l.what().err(l.name, res.Err)
 	case res.Watchdog:
-		return invalid(l.name, "extend of a watchdog-renewed hold (Extend is for holds taken WithLease)")
+		return l.what().invalid(l.name, "extend of a watchdog-renewed hold (Extend is for holds taken WithLease)")
 	case !res.OK:
-		return nameError(l.name, ErrNotHeld)
+		return l.what().err(l.name, ErrNotHeld)
 	}
 	return nil
+}
+
+// what is the handle's kind, as its errors name it.
+func (l *Lock) what() kind {
+	switch l.key.Kind {
+	case actors.KindFair:
+		return kindFair
+	case actors.KindFenced:
+		return kindFenced
+	case actors.KindSpin:
+		return kindSpin
+	case actors.KindRW:
+		if l.mode == messages.Write {
+			return kindWrite
+		}
+		return kindRead
+	}
+	return kindLock
 }
 
 // callKind is the handle's kind attribute in the metrics.

@@ -26,6 +26,7 @@ var groupIDs atomic.Int64
 // whichever Client each belongs to.
 type group struct {
 	locks []*Lock
+	what  kind   // kindMulti or kindRed, for errors
 	name  string // for errors: the member names
 	err   error  // a construction error, returned by every call
 	key   actors.Key
@@ -49,9 +50,9 @@ func (h *heldSince) swap(t time.Time) time.Time {
 	return old
 }
 
-func newGroup(kind string, locks []*Lock, redlock bool) group {
+func newGroup(kind kind, locks []*Lock, redlock bool) group {
 	names := make([]string, len(locks))
-	gr := group{locks: locks, kind: callMultiLock, since: new(heldSince)}
+	gr := group{locks: locks, what: kind, kind: callMultiLock, since: new(heldSince)}
 	if redlock {
 		gr.kind = callRedLock
 	}
@@ -69,7 +70,7 @@ func newGroup(kind string, locks []*Lock, redlock bool) group {
 			gr.err = fmt.Errorf("%w: %s member %d %q: %s", ErrInvalidArgument, kind, i, l.name, slotProblem)
 		}
 	}
-	gr.name = kind + "[" + strings.Join(names, ",") + "]"
+	gr.name = strings.Join(names, ",")
 	if len(locks) == 0 {
 		gr.err = fmt.Errorf("%w: %s with no locks", ErrInvalidArgument, kind)
 	}
@@ -98,11 +99,11 @@ func (gr *group) send(msg any) error { return gr.home().rt.SendGroup(gr.key, gr.
 func (gr *group) check(ctx context.Context) error {
 	switch {
 	case gr.err != nil:
-		return nameError(gr.name, gr.err)
+		return gr.what.err(gr.name, gr.err)
 	case ctx == nil:
-		return invalid(gr.name, "nil context")
+		return gr.what.invalid(gr.name, "nil context")
 	case gr.home().closed():
-		return errClosed(gr.name)
+		return gr.what.closed(gr.name)
 	}
 	return nil
 }
@@ -125,7 +126,7 @@ func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (
 
 // ask is acquire without the checks and the metrics.
 func (gr *group) ask(ctx context.Context, opts []LockOption, tryOnly bool) (bool, error) {
-	o, err := lockOptionsOf(gr.name, opts)
+	o, err := lockOptionsOf(gr.what, gr.name, opts)
 	if err != nil {
 		return false, err
 	}
@@ -138,9 +139,9 @@ func (gr *group) ask(ctx context.Context, opts []LockOption, tryOnly bool) (bool
 	})
 	switch {
 	case err != nil:
-		return false, nameError(gr.name, err)
+		return false, gr.what.err(gr.name, err)
 	case res.Err != nil:
-		return false, nameError(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, memberErrors(res.Err)))
+		return false, gr.what.err(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, memberErrors(res.Err)))
 	case !res.Granted:
 		return false, nil
 	}
@@ -159,7 +160,7 @@ func (gr *group) ask(ctx context.Context, opts []LockOption, tryOnly bool) (bool
 func (gr *group) Lock(ctx context.Context, opts ...LockOption) error {
 	ok, err := gr.acquire(ctx, opts, false)
 	if err == nil && !ok {
-		err = nameError(gr.name, ErrNoQuorum)
+		err = gr.what.err(gr.name, ErrNoQuorum)
 	}
 	return err
 }
@@ -183,11 +184,11 @@ func (gr *group) Unlock(ctx context.Context) error {
 	}
 	switch {
 	case err != nil:
-		return nameError(gr.name, err)
+		return gr.what.err(gr.name, err)
 	case res.NotHeld:
-		return nameError(gr.name, ErrNotHeld)
+		return gr.what.err(gr.name, ErrNotHeld)
 	case res.Err != nil:
-		return nameError(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, memberErrors(res.Err)))
+		return gr.what.err(gr.name, fmt.Errorf("%w: %w", ErrNoQuorum, memberErrors(res.Err)))
 	}
 	return nil
 }
@@ -201,7 +202,7 @@ type MultiLock struct{ group }
 // when one fails and reports a joined error. No locks or a nil lock surface
 // as ErrInvalidArgument from the first call.
 func NewMultiLock(locks ...*Lock) *MultiLock {
-	return &MultiLock{newGroup("multilock", locks, false)}
+	return &MultiLock{newGroup(kindMulti, locks, false)}
 }
 
 var _ Locker = (*MultiLock)(nil)

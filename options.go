@@ -54,8 +54,8 @@ func defaultOptions() options {
 
 // WithWatchdogTimeout sets the lease of holds taken without WithLease; the
 // watchdog renews them every d/3 while they are held, and a holder that
-// crashes frees the lock at most d later. Default 30s; d < MinLease makes New
-// fail.
+// crashes frees the lock at most d later. Default 30s; d <= 0 makes New
+// fail. Like every lease it counts in whole milliseconds, rounded up.
 func WithWatchdogTimeout(d time.Duration) Option {
 	return func(o *options) { o.watchdog = d }
 }
@@ -239,14 +239,6 @@ func withTokenMemory(n int) Option {
 	return func(o *options) { o.tokenMemory = n }
 }
 
-// MinLease is the shortest lease lockactor accepts, for WithLease,
-// WithWatchdogTimeout, Lock.Extend and a PermitSemaphore's permits alike. A
-// grant whose reply comes back after half its lease is given back rather
-// than handed out (too little of it is left to work with), so a lease must
-// be well above the round trip to Redis: leases near MinLease only suit a
-// Redis on the same host.
-const MinLease = 10 * time.Millisecond
-
 // LockOption configures one acquisition.
 type LockOption func(*lockOptions)
 
@@ -257,8 +249,14 @@ type lockOptions struct {
 
 // WithLease acquires with a fixed lease: the lock expires d after acquisition
 // unless unlocked first, and no watchdog runs. Default (or d == 0): no fixed
-// lease, the watchdog keeps renewing. d < 0, or 0 < d < MinLease, is
-// ErrInvalidArgument.
+// lease, the watchdog keeps renewing. d < 0 is ErrInvalidArgument.
+//
+// Redis counts leases in whole milliseconds: d is rounded up to one. The
+// lease counts from when the acquire script is sent, so a grant whose reply
+// comes back after its lease has run out is given back and tried again,
+// never handed out; a lease shorter than a round trip to Redis can
+// therefore never be granted (Lock waits for its ctx, TryLock reports
+// false).
 func WithLease(d time.Duration) LockOption {
 	return func(o *lockOptions) { o.lease = d }
 }
@@ -270,33 +268,40 @@ func WithWait(d time.Duration) LockOption {
 }
 
 // lockOptionsOf applies opts and validates the result.
-func lockOptionsOf(name string, opts []LockOption) (lockOptions, error) {
+func lockOptionsOf(k kind, name string, opts []LockOption) (lockOptions, error) {
 	var o lockOptions
 	if len(opts) > 0 {
 		o = applyLockOptions(opts)
 	}
 	if o.lease != 0 {
-		if err := checkLease(name, o.lease); err != nil {
+		if err := checkLease(k, name, o.lease); err != nil {
 			return o, err
 		}
+		o.lease = wholeMS(o.lease)
 	}
 	if o.wait < 0 {
-		return o, invalid(name, "negative wait")
+		return o, k.invalid(name, "negative wait")
 	}
 	return o, nil
 }
 
 // checkLease refuses a fixed lease (WithLease, Extend, a permit's) that is
-// not positive or is below MinLease: Redis counts leases in whole
-// milliseconds, and a grant must outlive its round trip.
-func checkLease(name string, lease time.Duration) error {
-	switch {
-	case lease <= 0:
-		return invalid(name, fmt.Sprintf("lease %v <= 0", lease))
-	case lease < MinLease:
-		return invalid(name, fmt.Sprintf("lease %v below MinLease (%v)", lease, MinLease))
+// not positive.
+func checkLease(k kind, name string, lease time.Duration) error {
+	if lease <= 0 {
+		return k.invalid(name, fmt.Sprintf("lease %v <= 0", lease))
 	}
 	return nil
+}
+
+// wholeMS rounds a positive lease up to whole milliseconds, as Redis
+// counts it, so that the runtime's account of a lease is never longer than
+// the one Redis applies.
+func wholeMS(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r != 0 {
+		d += time.Millisecond - r
+	}
+	return d
 }
 
 // applyLockOptions applies opts to the defaults. Apart from lockOptionsOf

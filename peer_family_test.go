@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
 )
 
@@ -253,5 +254,42 @@ func TestRedissonPeerFencedLayout(t *testing.T) {
 	}
 	if ttl := rdb.TTL(ctx, "redisson_lock_token:{pfenced}").Val(); ttl != -1 {
 		t.Fatalf("token key TTL = %v, want none", ttl)
+	}
+}
+
+// An Unlock of a fair lock whose hold had expired tells the queue's head,
+// as Redisson's unlock does: a Java waiter at the head that sleeps until
+// told (or until its own estimate) learns that the lock is free now. The
+// Unlock itself reports ErrNotHeld.
+func TestRedissonPeerFairHeadToldWhenOurHoldExpired(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	peer := newPeer(rdb)
+	ours := newClient(t, srv.Client(t)).FairLock("pfair-expired")
+	ctx := ctxFor(t, 20*time.Second)
+
+	if err := ours.Lock(ctx, lockactor.WithLease(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := peer.fairLock(ctx, "pfair-expired"); ok {
+		t.Fatal("peer acquired our fair lock")
+	}
+	sub := rdb.Subscribe(ctx, "redisson_lock__channel:{pfair-expired}:"+peer.owner)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for rdb.Exists(ctx, "pfair-expired").Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("our 200ms lease never ran out")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := ours.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("Unlock after the lease ran out = %v, want ErrNotHeld", err)
+	}
+	if msg, err := sub.ReceiveMessage(ctxFor(t, 2*time.Second)); err != nil || msg.Payload != "0" {
+		t.Fatalf("peer at the head heard %v, %v; want the unlock message 0", msg, err)
 	}
 }

@@ -47,10 +47,10 @@ func (s *PermitSemaphore) Name() string { return s.name }
 // check rejects calls that must not reach Redis: a Semaphore's checks, and
 // a lease checkLease refuses.
 func (s *PermitSemaphore) check(ctx context.Context, n, minN int, lease time.Duration) error {
-	if err := checkLease(s.name, lease); err != nil {
+	if err := checkLease(kindPermit, s.name, lease); err != nil {
 		return err
 	}
-	return checkPermits(ctx, s.c, s.name, n, minN)
+	return checkPermits(ctx, s.c, kindPermit, s.name, n, minN)
 }
 
 // noLease stands for the lease of a call that takes none.
@@ -64,7 +64,7 @@ func (s *PermitSemaphore) checkID(ctx context.Context, id string, lease time.Dur
 	}
 	member, err := redisio.PermitMember(id)
 	if err != nil {
-		return "", invalid(s.name, err.Error())
+		return "", kindPermit.invalid(s.name, err.Error())
 	}
 	return member, nil
 }
@@ -77,7 +77,7 @@ func (s *PermitSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error
 	if err := s.check(ctx, n, 1, noLease); err != nil {
 		return false, err
 	}
-	res, err := sendAdjust(ctx, s.c, s.key, s.name, &messages.Adjust{N: n, SetOnly: true})
+	res, err := sendAdjust(ctx, s.c, s.key, kindPermit, s.name, &messages.Adjust{N: n, SetOnly: true})
 	return res.Set, err
 }
 
@@ -91,7 +91,7 @@ func (s *PermitSemaphore) AddPermits(ctx context.Context, n int) error {
 	if err := s.check(ctx, n, math.MinInt, noLease); err != nil {
 		return err
 	}
-	_, err := sendAdjust(ctx, s.c, s.key, s.name, &messages.Adjust{N: n})
+	_, err := sendAdjust(ctx, s.c, s.key, kindPermit, s.name, &messages.Adjust{N: n})
 	return err
 }
 
@@ -101,27 +101,32 @@ func (s *PermitSemaphore) AvailablePermits(ctx context.Context) (int, error) {
 	if err := s.check(ctx, 0, 0, noLease); err != nil {
 		return 0, err
 	}
-	return guarded(ctx, s.c, s.name, func(ctx context.Context, io *redisio.Conn) (int, error) {
+	return guarded(ctx, s.c, kindPermit, s.name, func(ctx context.Context, io *redisio.Conn) (int, error) {
 		return io.PermitAvailable(ctx, s.name)
 	})
 }
 
-// Acquire takes one permit for lease (>= MinLease), waiting until one is available
-// or ctx ends, and returns its id. When ctx ends first, the error matches
+// Acquire takes one permit for lease (> 0, in whole milliseconds, rounded
+// up), waiting until one is available or ctx ends, and returns its id. The
+// lease counts from when the request is sent: a permit whose grant comes
+// back after its lease ran out is given back and asked for again, so a
+// lease shorter than a round trip to Redis can never be granted. When ctx ends first, the error matches
 // ctx.Err() and no permit is held (one taken as ctx ended is given back).
 func (s *PermitSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
 	id, _, err := s.acquire(ctx, lease, false, nil)
 	return id, err
 }
 
-// TryAcquire takes one permit for lease (>= MinLease) if one is available within
-// wait (0: one attempt) and returns its id; ("", false, nil) when none was.
+// TryAcquire takes one permit for lease (> 0, as Acquire's) if one is
+// available within wait (0: one attempt) and returns its id; ("", false,
+// nil) when none was (a single attempt whose grant came back after its
+// lease counts as none).
 // With replica sync on, a single attempt whose permit too few replicas
 // confirmed gives it back and returns an error matching ErrNotReplicated;
 // with a wait it tries again.
 func (s *PermitSemaphore) TryAcquire(ctx context.Context, lease, wait time.Duration) (string, bool, error) {
 	if wait < 0 {
-		return "", false, invalid(s.name, "negative wait")
+		return "", false, kindPermit.invalid(s.name, "negative wait")
 	}
 	if wait == 0 {
 		return s.acquire(ctx, lease, true, nil)
@@ -137,6 +142,7 @@ func (s *PermitSemaphore) acquire(ctx context.Context, lease time.Duration, tryO
 	if err := s.check(ctx, 1, 1, lease); err != nil {
 		return "", false, err
 	}
+	lease = wholeMS(lease)
 	start := time.Now()
 	id := newPermitID()
 	m := &messages.Acquire{Owner: id, Permits: 1, Lease: lease, TryOnly: tryOnly, Req: messages.NewRequest()}
@@ -146,9 +152,9 @@ func (s *PermitSemaphore) acquire(ctx context.Context, lease time.Duration, tryO
 	})
 	switch {
 	case err != nil:
-		err = nameError(s.name, err)
+		err = kindPermit.err(s.name, err)
 	case res.Err != nil:
-		err = nameError(s.name, res.Err)
+		err = kindPermit.err(s.name, res.Err)
 	}
 	ok := err == nil && res.Granted
 	s.c.metrics.acquisition(ctx, callPermit, s.name, start, ok, err)
@@ -172,31 +178,36 @@ func (s *PermitSemaphore) Release(ctx context.Context, id string) error {
 	res, err := awaitRelease(ctx, send, s.c.done, &messages.Release{Owner: id})
 	switch {
 	case err != nil:
-		return nameError(s.name, err)
+		return kindPermit.err(s.name, err)
 	case res.Err != nil:
-		return nameError(s.name, res.Err)
+		return kindPermit.err(s.name, res.Err)
 	case res.NotHeld:
-		return nameError(s.name, ErrNotHeld)
+		return kindPermit.err(s.name, notHeld{"permit " + id})
 	}
 	return nil
 }
 
-// UpdateLease gives the held permit id a new lease (>= MinLease), counted from now
-// (shorter or longer than the one it had). ErrNotHeld when the permit is not
-// held (released, or its lease had ended).
+// UpdateLease gives the held permit id a new lease (> 0, in whole
+// milliseconds, rounded up), counted from now (shorter or longer than the
+// one it had). ErrNotHeld when the permit is not held (released, or its
+// lease had ended), and when Redis's reply came back after the new lease,
+// counted from when the call sent it, had run out: the caller would get
+// none of it, and the permit may be someone else's by then.
 func (s *PermitSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) error {
 	member, err := s.checkID(ctx, id, lease)
 	if err != nil {
 		return err
 	}
-	ok, err := guarded(ctx, s.c, s.name, func(ctx context.Context, io *redisio.Conn) (bool, error) {
+	lease = wholeMS(lease)
+	sent := time.Now()
+	ok, err := guarded(ctx, s.c, kindPermit, s.name, func(ctx context.Context, io *redisio.Conn) (bool, error) {
 		return io.PermitUpdate(ctx, s.name, member, lease)
 	})
 	switch {
 	case err != nil:
 		return err
-	case !ok:
-		return nameError(s.name, ErrNotHeld)
+	case !ok || time.Since(sent) >= lease:
+		return kindPermit.err(s.name, notHeld{"permit " + id})
 	}
 	return nil
 }

@@ -286,3 +286,45 @@ func TestRedissonPeerPermitSemaphoreWakes(t *testing.T) {
 		t.Fatalf("our Release of the peer's released permit = %v, want ErrNotHeld", err)
 	}
 }
+
+// AddPermits of a permit semaphore publishes as Redisson's does: the number
+// added, and only when it is positive (a Java waiter releases as many
+// local waiters as the message says, and throws on a negative number).
+func TestRedissonPeerPermitAddPermitsMessage(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 10*time.Second)
+	const name = "ppermit-add"
+	ours := setPermits(t, srv.Client(t), name, 2)
+	sub := srv.Client(t).Subscribe(ctx, redisio.SemaphoreChannel(name))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		n    int
+		want string // "" for no message
+	}{
+		{-1, ""},
+		{-3, ""},
+		{3, "3"},
+		{1, "1"},
+	}
+	for _, tc := range tests {
+		if err := ours.AddPermits(ctx, tc.n); err != nil {
+			t.Fatalf("AddPermits(%d) = %v", tc.n, err)
+		}
+		select {
+		case m := <-sub.Channel():
+			if m.Payload != tc.want {
+				t.Fatalf("AddPermits(%d) published %q, want %q", tc.n, m.Payload, tc.want)
+			}
+		case <-time.After(300 * time.Millisecond):
+			if tc.want != "" {
+				t.Fatalf("AddPermits(%d) published nothing, want %q", tc.n, tc.want)
+			}
+		}
+	}
+	if n, err := ours.AvailablePermits(ctx); n != 2 || err != nil {
+		t.Fatalf("AvailablePermits = %d, %v; want 2 (2 -1 -3 +3 +1)", n, err)
+	}
+}

@@ -34,23 +34,23 @@ func (s *Semaphore) Name() string { return s.name }
 
 // check rejects calls that must not reach Redis.
 func (s *Semaphore) check(ctx context.Context, n int, minN int) error {
-	return checkPermits(ctx, s.c, s.name, n, minN)
+	return checkPermits(ctx, s.c, kindSemaphore, s.name, n, minN)
 }
 
 // checkPermits rejects a call on the semaphore name of c (a Semaphore's or
 // a PermitSemaphore's) that must not reach Redis: n permits, at least minN.
-func checkPermits(ctx context.Context, c *Client, name string, n, minN int) error {
+func checkPermits(ctx context.Context, c *Client, k kind, name string, n, minN int) error {
 	switch {
 	case ctx == nil:
-		return invalid(name, "nil context")
+		return k.invalid(name, "nil context")
 	case name == "":
-		return invalid(name, "empty semaphore name")
+		return k.invalid(name, "empty semaphore name")
 	case c.cluster && !slotSafe(name):
-		return invalid(name, slotProblem)
+		return k.invalid(name, slotProblem)
 	case n < minN:
-		return invalid(name, fmt.Sprintf("%d permits", n))
+		return k.invalid(name, fmt.Sprintf("%d permits", n))
 	case c.closed():
-		return errClosed(name)
+		return k.closed(name)
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func direct[T any](ctx context.Context, s *Semaphore, n, minN int, fn func(conte
 		var zero T
 		return zero, err
 	}
-	return guarded(ctx, s.c, s.name, fn)
+	return guarded(ctx, s.c, kindSemaphore, s.name, fn)
 }
 
 // TrySetPermits sets the number of permits to n (>= 0) only if it has never
@@ -94,12 +94,12 @@ func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 // adjust asks the semaphore's actor to change the permits and waits for its
 // answer, ctx or Close.
 func (s *Semaphore) adjust(ctx context.Context, m *messages.Adjust) (messages.AdjustResult, error) {
-	return sendAdjust(ctx, s.c, s.key, s.name, m)
+	return sendAdjust(ctx, s.c, s.key, kindSemaphore, s.name, m)
 }
 
 // adjustPermits sends m to the actor of key (a Semaphore's or a
 // PermitSemaphore's) and waits for its answer, ctx or Close.
-func sendAdjust(ctx context.Context, c *Client, key actors.Key, name string, m *messages.Adjust) (messages.AdjustResult, error) {
+func sendAdjust(ctx context.Context, c *Client, key actors.Key, k kind, name string, m *messages.Adjust) (messages.AdjustResult, error) {
 	m.Reply = make(chan messages.AdjustResult, 1)
 	send := func(msg any) error { return c.rt.Send(key, msg) }
 	res, err := awaitReply(ctx, send, c.done, m, m.Reply)
@@ -107,7 +107,7 @@ func sendAdjust(ctx context.Context, c *Client, key actors.Key, name string, m *
 		err = res.Err
 	}
 	if err != nil {
-		return res, nameError(name, err)
+		return res, k.err(name, err)
 	}
 	return res, nil
 }
@@ -132,9 +132,9 @@ func (s *Semaphore) Release(ctx context.Context, n int) error {
 	res, err := awaitRelease(ctx, send, s.c.done, &messages.Release{Permits: n})
 	switch {
 	case err != nil:
-		return nameError(s.name, err)
+		return kindSemaphore.err(s.name, err)
 	case res.Err != nil:
-		return nameError(s.name, res.Err)
+		return kindSemaphore.err(s.name, res.Err)
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 // returns an error matching ErrNotReplicated; with a wait it tries again.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (bool, error) {
 	if wait < 0 {
-		return false, invalid(s.name, "negative wait")
+		return false, kindSemaphore.invalid(s.name, "negative wait")
 	}
 	if wait == 0 {
 		return s.acquire(ctx, n, true, nil)
@@ -184,9 +184,9 @@ func (s *Semaphore) ask(ctx context.Context, n int, tryOnly bool, expired <-chan
 	})
 	switch {
 	case err != nil:
-		return false, nameError(s.name, err)
+		return false, kindSemaphore.err(s.name, err)
 	case res.Err != nil:
-		return false, nameError(s.name, res.Err)
+		return false, kindSemaphore.err(s.name, res.Err)
 	}
 	return res.Granted, nil
 }

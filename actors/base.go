@@ -215,6 +215,11 @@ type signal struct {
 	msgs    atomic.Int64           // messages since the actor last looked
 	resync  atomic.Bool            // (re)subscribed or disconnected since: messages may be lost
 	payload atomic.Pointer[string] // the latest message
+	// seq numbers every message ever heard; marked is the number of the
+	// latest whose payload was marker (set before subscribing, or ""). A
+	// barrier reads seq as it passes (see countDownActor).
+	seq, marked atomic.Int64
+	marker      string
 }
 
 // news is what a Wake brings, read once by the actor.
@@ -222,13 +227,14 @@ type news struct {
 	msgs    int64
 	resync  bool
 	payload string
+	marked  int64 // see signal.marked
 }
 
 // take reads and resets the signal. A handler event after this posts a new
 // Wake, so nothing that arrives now goes unseen.
 func (s *signal) take() news {
 	s.queued.Store(false)
-	n := news{msgs: s.msgs.Swap(0), resync: s.resync.Swap(false)}
+	n := news{msgs: s.msgs.Swap(0), resync: s.resync.Swap(false), marked: s.marked.Load()}
 	if p := s.payload.Load(); p != nil {
 		n.payload = *p
 	}
@@ -245,6 +251,9 @@ func (b *base) subscribe(channel string, sig *signal, wake *messages.Wake) uint6
 		if ev.Kind == redisio.Message {
 			sig.payload.Store(&ev.Payload)
 			sig.msgs.Add(1)
+			if n := sig.seq.Add(1); sig.marker != "" && ev.Payload == sig.marker {
+				sig.marked.Store(n)
+			}
 		} else {
 			sig.resync.Store(true)
 		}

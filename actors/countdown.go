@@ -14,12 +14,19 @@ import (
 // and its TrySetCount and CountDown requests, run latched one at a time in
 // the order they came.
 //
-// Await callers are released when a check (a GET of the count, sent after
-// they arrived) finds no count, when a CountDown of this actor sent after
-// they arrived leaves none, or when the zero message arrives. Checks run
-// when callers arrive, on every (re)subscription or disconnection (so a
-// zero message published before the subscription existed is not lost),
-// after a new-count message, and every SemaphoreRecheck while callers wait.
+// An Await caller is released only by news of a zero count from after it
+// arrived: a check (a GET of the count, sent after it arrived) that finds
+// no count, a CountDown of this actor sent after it arrived that leaves
+// none, or a zero message published after it arrived. The last is known by
+// a barrier (a PING on the subscription's connection, sent once the caller
+// is queued): a message heard after the barrier passed was published after
+// it; one heard before may be an old round's, still on its way while the
+// count was set again, and only calls for a check. Checks run when callers
+// arrive, on every (re)subscription or disconnection (so a zero message
+// published before the subscription existed is not lost), after any
+// message that cannot release everyone, and every SemaphoreRecheck while
+// callers wait. A round that reached zero and was set again within a round
+// trip of a caller's arrival may so pass it by: it waits for the next.
 type countDownActor struct {
 	base
 	ledger  ledger
@@ -32,14 +39,31 @@ type countDownActor struct {
 	checking  bool      // a check is in flight
 	nextCheck time.Time // the periodic re-check while callers wait
 
+	// The zero messages' barriers: one out at a time; a waiter that
+	// arrives meanwhile waits for the next. lastZero is the number of the
+	// latest zero message heard (see signal.marked).
+	needBarrier bool
+	barrierOut  bool
+	lastZero    int64
+
 	sig   signal
 	subID uint64
 }
 
-// cdWaiter is one Await caller and its arrival number.
+// cdWaiter is one Await caller, its arrival number, and the number of the
+// last message heard before its barrier passed (a zero message numbered
+// above it releases the caller); -1 until its barrier has passed.
 type cdWaiter struct {
-	m   *messages.Acquire
-	gen uint64
+	m     *messages.Acquire
+	gen   uint64
+	after int64
+}
+
+// passed is a barrier's passing: every waiter up to upto is past it, and
+// seq the number of the last message heard before it.
+type passed struct {
+	upto uint64
+	seq  int64
 }
 
 // counted is a check's reply: the count (0 when unset) read after every
@@ -52,6 +76,7 @@ type counted struct {
 
 func newCountDownActor(rt *Runtime, key Key, e *entry) *countDownActor {
 	a := &countDownActor{base: base{rt: rt, key: key, entry: e}}
+	a.sig.marker = redisio.CountDownZero
 	a.ledger = newLedger(&a.base)
 	a.ledger.stalled = func(err error) { refuseAdjusts(&a.adjusts, err) }
 	return a
@@ -69,7 +94,8 @@ func (a *countDownActor) Receive(ctx actor.Context) {
 			return
 		}
 		a.arrivals++
-		a.waiters = append(a.waiters, cdWaiter{m: m, gen: a.arrivals})
+		a.waiters = append(a.waiters, cdWaiter{m: m, gen: a.arrivals, after: -1})
+		a.needBarrier = true
 	case *messages.Adjust:
 		a.adjusts = append(a.adjusts, m)
 	case *messages.Abandon:
@@ -78,6 +104,8 @@ func (a *countDownActor) Receive(ctx actor.Context) {
 		a.onWake(a.sig.take())
 	case *counted:
 		a.onCounted(m)
+	case *passed:
+		a.onPassed(m)
 	case *messages.Tick:
 		a.tickArrived()
 		if !a.nextCheck.IsZero() && !time.Now().Before(a.nextCheck) {
@@ -117,15 +145,66 @@ func (a *countDownActor) open(upto uint64) {
 	a.release(func(w cdWaiter) bool { return w.gen <= upto }, messages.Result{Granted: true})
 }
 
-// onWake applies pub/sub news. The zero message releases every waiter (the
-// count reached 0 while they waited); anything else, a new count or a
-// (re)subscription, calls for a check.
+// onWake applies pub/sub news. A zero message releases the waiters whose
+// barrier passed before it (the count reached 0 after they arrived); the
+// others, and anything else (a new count, a (re)subscription), call for a
+// check. After a (re)subscription or a disconnection a barrier out may
+// never pass: the waiters it covered get another.
 func (a *countDownActor) onWake(n news) {
-	if n.msgs > 0 && !n.resync && n.payload == redisio.CountDownZero {
-		a.open(a.arrivals)
+	a.lastZero = max(a.lastZero, n.marked)
+	a.openPast()
+	if n.resync {
+		a.barrierOut = false
+		a.needBarrier = a.needBarrier || a.unbarred()
+	}
+	if n.resync || n.payload != redisio.CountDownZero || a.unbarred() {
+		a.needCheck = true
+	}
+}
+
+// onPassed applies a barrier's passing: the waiters it covers are released
+// by any zero message heard after it.
+func (a *countDownActor) onPassed(m *passed) {
+	a.barrierOut = false
+	for i := range a.waiters {
+		if w := &a.waiters[i]; w.gen <= m.upto && w.after < 0 {
+			w.after = m.seq
+		}
+	}
+	a.openPast()
+	a.needBarrier = a.needBarrier || a.unbarred()
+}
+
+// openPast releases the waiters that a zero message heard after their
+// barrier passed finds waiting.
+func (a *countDownActor) openPast() {
+	a.release(func(w cdWaiter) bool { return w.after >= 0 && a.lastZero > w.after }, messages.Result{Granted: true})
+}
+
+// unbarred reports whether a waiter's barrier has not passed yet.
+func (a *countDownActor) unbarred() bool {
+	for _, w := range a.waiters {
+		if w.after < 0 && w.m.Req.Pending() {
+			return true
+		}
+	}
+	return false
+}
+
+// barrier sends a barrier for every waiter queued now, unless one is out.
+// While the channel is not subscribed yet nothing is sent: its Subscribed
+// event brings the actor back.
+func (a *countDownActor) barrier() {
+	if !a.needBarrier || a.barrierOut || a.subID == 0 || len(a.waiters) == 0 {
 		return
 	}
-	a.needCheck = true
+	upto, b, sig := a.arrivals, &a.base, &a.sig
+	err := a.rt.ps.Barrier(a.rt.ctx, redisio.CountDownChannel(a.key.Name), func() {
+		b.post(&passed{upto: upto, seq: sig.seq.Load()})
+	})
+	if err == nil {
+		a.needBarrier, a.barrierOut = false, true
+	}
 }
 
 // onCounted applies a check's reply.
@@ -186,6 +265,7 @@ func (a *countDownActor) settle() {
 		if a.subID == 0 {
 			a.subID = a.subscribe(redisio.CountDownChannel(a.key.Name), &a.sig, lockWake)
 		}
+		a.barrier()
 		next.add(a.nextCheck)
 	} else {
 		a.nextCheck = time.Time{}
@@ -203,6 +283,7 @@ func (a *countDownActor) tidy() {
 		a.unsubscribe(redisio.CountDownChannel(a.key.Name), a.subID)
 		a.subID = 0
 		a.waiters = nil
+		a.needBarrier, a.barrierOut = false, false // a barrier still out passes unheeded
 	}
 	if a.quiet() {
 		a.ledger.forget()

@@ -2,16 +2,18 @@ package actors
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lockactor/lockactor/messages"
 	"github.com/lockactor/lockactor/redisio"
 )
 
 // TestCountDownActor covers the latch actor (countdown.go): Await callers
-// are released by the zero message, by a read of the count that finds none
-// (sent after they arrived: on arrival, on every (re)subscription or
-// disconnection, after a new-count message), or by a CountDown of this
-// actor that leaves none; never by anything that predates them.
+// are released by a zero message heard after their barrier passed, by a
+// read of the count that finds none (sent after they arrived: on arrival,
+// on every (re)subscription or disconnection, after any message that
+// cannot release them), or by a CountDown of this actor that leaves none;
+// never by anything that predates them.
 func TestCountDownActor(t *testing.T) {
 	channel := redisio.CountDownChannel("x")
 	run(t, KindCountDown, []scenario{
@@ -21,11 +23,53 @@ func TestCountDownActor(t *testing.T) {
 			await("w2"),
 			expect("cdl_get", count(2)),
 			listening(channel, true),
+			barrierPasses(channel), // w1's
+			barrierPasses(channel), // w2's, sent once w1's had passed
 			unanswered("w1"),
 			unanswered("w2"),
 			publish(channel, "0"),
 			answered("w1", "granted"),
 			answered("w2", "granted"),
+		}},
+		{name: "a zero message heard before the awaiter's barrier passed only calls for a check", steps: []step{
+			await("w"),
+			expect("cdl_get", count(1)),
+			listening(channel, true),
+			publish(channel, "0"), // may be an old round's
+			expect("cdl_get", count(1)),
+			unanswered("w"),
+			barrierPasses(channel),
+			publish(channel, "0"),
+			answered("w", "granted"),
+		}},
+		{name: "an old round's zero message, late on the connection, does not release an awaiter of the new count", steps: []step{
+			await("w1"),
+			expect("cdl_get", count(1)),
+			listening(channel, true),
+			barrierPasses(channel),
+			// The round ends (a read after a resubscription finds no
+			// count) and is set again; its zero message is still on its
+			// way.
+			channelEvent(channel, redisio.Subscribed),
+			expect("cdl_get", count(0)),
+			answered("w1", "granted"),
+			await("w2"),
+			expect("cdl_get", count(1)),
+			publish(channel, "0"), // the old round's
+			expect("cdl_get", count(1)),
+			unanswered("w2"),
+			noCall(30 * ms),
+		}},
+		{name: "a resubscription while a barrier is out sends another", steps: []step{
+			await("w"),
+			expect("cdl_get", count(1)),
+			listening(channel, true),
+			channelEvent(channel, redisio.Disconnected), // the barrier's PONG is lost with its connection
+			expect("cdl_get", count(1)),
+			barrierPasses(channel), // the new one (the fake keeps the old one too)
+			barrierPasses(channel),
+			publish(channel, "0"),
+			answered("w", "granted"),
 		}},
 		{name: "an awaiter with no count set is released by its first read", steps: []step{
 			await("w"),
@@ -143,6 +187,19 @@ func count(n int64) act { return func(_ *harness, c *call) { c.count(n, nil) } }
 
 // countErr: the read of the count failed.
 func countErr(err error) act { return func(_ *harness, c *call) { c.count(0, err) } }
+
+// barrierPasses waits for a barrier on channel and lets it pass.
+func barrierPasses(channel string) step {
+	return func(h *harness) {
+		deadline := time.Now().Add(waitFor)
+		for !h.ps.pong(channel) {
+			if time.Now().After(deadline) {
+				h.t.Fatalf("no barrier on %s", channel)
+			}
+			time.Sleep(ms)
+		}
+	}
+}
 
 // channelEvent delivers a (re)subscription or a disconnection on channel.
 func channelEvent(channel string, kind redisio.EventKind) step {

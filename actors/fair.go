@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -28,7 +29,11 @@ type fairActor struct {
 	holdBook
 	ledger  ledger
 	waiting map[string]*fairWaiter // by owner
-	direct  []*messages.Acquire    // TryLock and owners that already hold
+	// arrived holds the same waiters in the order they arrived: the order
+	// in which they first join the Redis queue, whatever is in flight when
+	// they arrive (never a map's order).
+	arrived []*fairWaiter
+	direct  []*messages.Acquire // TryLock and owners that already hold
 	owed    owedQueue
 	cancels []*fairCancel
 	// cancelling counts cancels in flight: their replies come back as
@@ -48,7 +53,10 @@ type fairWaiter struct {
 	subID   uint64
 	due     time.Time // next attempt; zero: now
 	backoff backoff   // grows while the script keeps answering "now"
-	news    uint64    // Wakes so far: an estimate sent before the last one is stale
+	// lateWait spaces its attempts after grants that came back past their
+	// lease (see staleMin).
+	lateWait backoff
+	news     uint64 // Wakes so far: an estimate sent before the last one is stale
 }
 
 // fairCancel is a fair_cancel owed to Redis for an owner no longer waited for.
@@ -152,6 +160,7 @@ func (a *fairActor) queue(m *messages.Acquire) {
 		w.w = m.Wait
 	}
 	a.waiting[m.Owner] = w
+	a.arrived = append(a.arrived, w)
 	// A new waiter of this owner takes over its place in Redis: a cancel
 	// still owed for an earlier one must not take it out.
 	for i, c := range a.cancels {
@@ -176,9 +185,17 @@ func (a *fairActor) forget(w *fairWaiter) {
 	if a.waiting[w.owner] != w {
 		return
 	}
+	a.drop(w)
+	a.cancels = append(a.cancels, &fairCancel{owner: w.owner, w: w.w, due: time.Now()})
+}
+
+// drop stops listening for w and takes it out of the waiters.
+func (a *fairActor) drop(w *fairWaiter) {
 	a.unsubscribe(redisio.FairChannel(a.key.Name, w.owner), w.subID)
 	delete(a.waiting, w.owner)
-	a.cancels = append(a.cancels, &fairCancel{owner: w.owner, w: w.w, due: time.Now()})
+	if i := slices.Index(a.arrived, w); i >= 0 {
+		a.arrived = slices.Delete(a.arrived, i, i+1)
+	}
 }
 
 // reconcile runs what the state calls for, one script at a time, then arms
@@ -217,10 +234,11 @@ func (a *fairActor) runDirect() bool {
 	return m != nil
 }
 
-// dueWaiter is a waiter whose retry time has come, with its withdrawn calls
-// dropped; one with none left is forgotten on the way.
+// dueWaiter is the first waiter, in the order they arrived, whose retry
+// time has come, with its withdrawn calls dropped; one with none left is
+// forgotten on the way.
 func (a *fairActor) dueWaiter(now time.Time) *fairWaiter {
-	for _, w := range a.waiting {
+	for _, w := range slices.Clone(a.arrived) {
 		if now.Before(w.due) || a.owed.owes(w.owner) {
 			continue // not yet; or its owner owes a release (see owed)
 		}
@@ -245,7 +263,7 @@ func (a *fairActor) settle() {
 	for _, c := range a.cancels {
 		next.add(c.due)
 	}
-	for _, w := range a.waiting {
+	for _, w := range a.arrived {
 		if !a.ledger.settled() {
 			break // (subscribing once nothing is in flight: see lockActor.settle)
 		}
@@ -296,7 +314,7 @@ func (a *fairActor) tidy() {
 // no ghost behind for other clients to wait out.
 func (a *fairActor) shutdown() {
 	a.holdBook.stop()
-	for _, w := range a.waiting {
+	for _, w := range slices.Clone(a.arrived) {
 		a.forget(w)
 	}
 	ctx := a.rt.shutdownCtx()

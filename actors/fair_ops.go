@@ -76,16 +76,17 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 			m.Req.Answer(messages.Result{})
 		} else if w == nil {
 			a.queue(m)
-		} else if a.waiting[w.owner] == w {
+		} else if a.waiting[w.owner] == w && r.Unsynced {
 			w.due = time.Time{}
+		} else if a.waiting[w.owner] == w {
+			w.due = time.Now().Add(w.lateWait.next(staleMin, staleMax)) // see staleMin
 		}
 	case ok:
 		a.grant(m, sent)
 		if w != nil && a.waiting[w.owner] == w {
 			// The script took the owner out of the queue. Calls sharing
 			// the handle now hold reentrantly.
-			a.unsubscribe(redisio.FairChannel(a.key.Name, w.owner), w.subID)
-			delete(a.waiting, w.owner)
+			a.drop(w)
 			for _, r := range w.reqs {
 				if r != m && r.Req.Pending() {
 					a.direct = append(a.direct, r)

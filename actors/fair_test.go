@@ -34,12 +34,30 @@ func TestFairActor(t *testing.T) {
 			expect("fair_lock w", reply(granted)),
 			answered("w", "granted"),
 		}},
-		{name: "a grant past half its lease is given back and the owner queues again", steps: []step{
-			lock("w", "w", 40*ms),
+		{name: "a grant with some of its lease left is the caller's", steps: []step{
+			lock("w", "w", 60*ms),
+			expect("fair_lock w", late(25*ms), reply(granted)),
+			answered("w", "granted"),
+		}},
+		{name: "a grant past its lease is given back and the owner queues again", steps: []step{
+			lock("w", "w", 20*ms),
 			expect("fair_lock w", late(25*ms), reply(granted)),
 			expect("fair_unlock w", reply(released)),
 			expect("fair_lock w", reply(refused(wait))),
 			unanswered("w"),
+		}},
+		{name: "waiters of one Client that ask while a script is in flight join the queue in the order they asked", steps: []step{
+			lock("a", "a", long),
+			expect("fair_lock a", keep("first")),
+			lock("b", "b", long),
+			lock("c", "c", long),
+			lock("d", "d", long),
+			lock("e", "e", long),
+			later("first", reply(refused(wait))),
+			expect("fair_lock b", reply(refused(wait))),
+			expect("fair_lock c", reply(refused(wait))),
+			expect("fair_lock d", reply(refused(wait))),
+			expect("fair_lock e", reply(refused(wait))),
 		}},
 		{name: "a re-lock of the owner waits for its owed release", steps: []step{
 			lock("h", "h", long),

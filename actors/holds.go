@@ -374,12 +374,23 @@ func (hb *holdBook) tidy() {
 }
 
 // stale reports whether a grant whose script was sent at sent came back too
-// late to hand out: after half its lease, when the holder would have too
-// little of it left to work with, or none at all (a reply that waited out a
-// paused server, while the key's TTL kept running).
+// late to hand out: its lease, counted from the send (Redis ran the script
+// no earlier), has run out, so Redis may have let the hold go already (a
+// reply that waited out a paused server while the key's TTL kept running).
+// A grant that comes back with any of its lease left is the caller's.
 func stale(sent time.Time, lease time.Duration) bool {
-	return time.Since(sent) >= lease/2
+	return time.Since(sent) >= lease
 }
+
+// After a grant given back as stale, the next attempt waits a backoff from
+// staleMin, doubling while grants keep coming back late, up to staleMax: a
+// lease shorter than the round trip to Redis can never be granted, and its
+// caller must not send scripts as fast as Redis answers them. A grant that
+// comes back in time starts the backoff over.
+const (
+	staleMin = time.Millisecond
+	staleMax = 128 * time.Millisecond
+)
 
 // renewAfter is when a watchdog hold granted by a script sent at sent is
 // first renewed: on the shared period boundary (see arm), or at once when

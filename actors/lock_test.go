@@ -34,18 +34,35 @@ func TestLockActor_Acquire(t *testing.T) {
 			expect("lock w", reply(refused(10*time.Second))),
 			answered("w", "refused"),
 		}},
-		{name: "TryLock granted past half its lease is given back", steps: []step{
+		{name: "TryLock granted past its lease is given back", steps: []step{
 			tryLock("w", "w", 4*ms),
-			expect("lock w", late(3*ms), reply(granted)),
+			expect("lock w", late(5*ms), reply(granted)),
 			answered("w", "refused"),
 			expect("unlock w", reply(released)),
 		}},
-		{name: "a queued grant past half its lease is given back and the waiter tries again", steps: []step{
-			lock("w", "w", 40*ms),
+		{name: "a grant with some of its lease left is the caller's", steps: []step{
+			lock("w", "w", 60*ms),
+			expect("lock w", late(25*ms), reply(granted)),
+			answered("w", "granted"),
+		}},
+		{name: "a queued grant past its lease is given back and the waiter tries again", steps: []step{
+			lock("w", "w", 20*ms),
 			expect("lock w", late(25*ms), reply(granted)),
 			expect("unlock w", reply(released)),
 			expect("lock w", reply(refused(10*time.Second))),
 			unanswered("w"),
+		}},
+		{name: "grants that keep coming back past their lease are retried with backoff, not at Redis's pace", steps: []step{
+			lock("w", "w", ms),
+			expect("lock w", late(2*ms), reply(granted)),
+			expect("unlock w", reply(released)),
+			expect("lock w", late(2*ms), reply(granted)),
+			expect("unlock w", reply(released)),
+			expect("lock w", late(2*ms), reply(granted)),
+			expect("unlock w", reply(released)),
+			noCall(3 * ms), // the third retry waits 4ms (1, 2, 4: see staleMin)
+			expect("lock w", reply(granted)),
+			answered("w", "granted"),
 		}},
 		{name: "TryLock granted without the replicas is given back", steps: []step{
 			tryLock("w", "w", long),
@@ -65,8 +82,8 @@ func TestLockActor_Acquire(t *testing.T) {
 }
 
 // TestLockActor_Handoff covers the release that hands the lock to the
-// next local waiter. A hand-off whose reply comes back past half the
-// waiter's lease is given back, not granted: issue 17, item 1.
+// next local waiter. A hand-off whose reply comes back past the waiter's
+// lease is given back, not granted.
 func TestLockActor_Handoff(t *testing.T) {
 	run(t, KindLock, []scenario{
 		{name: "in time: the waiter is granted", steps: holding(
@@ -77,8 +94,8 @@ func TestLockActor_Handoff(t *testing.T) {
 			answered("u", "gone"),
 			answered("w", "granted"),
 		)},
-		{name: "past half the waiter's lease: given back, the waiter stays queued", steps: holding(
-			lock("w", "w", 40*ms),
+		{name: "past the waiter's lease: given back, the waiter stays queued", steps: holding(
+			lock("w", "w", 20*ms),
 			unlock("u", "h"),
 			expect("handoff h>w", late(25*ms), reply(handedOver)),
 			answered("u", "gone"),
@@ -167,6 +184,12 @@ func TestLockActor_OwedRelease(t *testing.T) {
 			expect("unlock h", fail(errBusy)),
 			answered("u", failed(errBusy)),
 			expect("unlock h", reply(released)),
+		)},
+		{name: "refused for good by Redis (the name holds another kind's data): the caller hears why, nothing is sent again", steps: holding(
+			unlock("u", "h"),
+			expect("unlock h", fail(errWrongType)),
+			answered("u", failed(errWrongType)),
+			noCall(100*ms),
 		)},
 		{name: "once the hold's lease has surely run out: ErrNotHeld, and nothing more is sent", steps: holding(
 			extend("e", "h", ms), // Redis now lets the hold go within 1ms

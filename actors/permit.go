@@ -21,7 +21,7 @@ import (
 func newPermitActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 	a := newSemaphoreActor(rt, key, e)
 	a.attempt = func(m *messages.Acquire, queued bool) request {
-		return &permAttempt{a: a, m: m, queued: queued, news: a.news}
+		return &permAttempt{a: a, m: m, queued: queued, news: a.news, sent: time.Now()}
 	}
 	a.giveBack = func(o *owed) request { return &permGiveBack{a: a, o: o} }
 	return a
@@ -32,7 +32,8 @@ type permAttempt struct {
 	a      *semaphoreActor
 	m      *messages.Acquire
 	queued bool
-	news   uint64 // the actor's Wakes when it was sent
+	news   uint64    // the actor's Wakes when it was sent
+	sent   time.Time // its lease counts from here at the latest
 }
 
 // keep: the record outlives the permit's lease (see ledger.keepFor).
@@ -72,7 +73,18 @@ func (r *permAttempt) apply(rep redisio.Reply) {
 		if !r.queued {
 			m.Req.Answer(messages.Result{Err: rep.NotReplicated()})
 		}
+	case granted && stale(r.sent, m.Lease):
+		// The reply came back after the permit's lease ran out: Redis may
+		// have given the permit to someone else already. It goes back (in
+		// case it is still there), and the request tries again after a
+		// backoff (a single attempt reports none free).
+		a.owePermit(m.Owner)
+		a.lateUntil = time.Now().Add(a.lateWait.next(staleMin, staleMax))
+		if !r.queued {
+			m.Req.Answer(messages.Result{})
+		}
 	case granted:
+		a.lateWait.reset()
 		if r.queued {
 			a.waiters.remove(m.Req)
 		}
@@ -119,7 +131,7 @@ func (r *permGiveBack) apply(rep redisio.Reply) {
 	if err != nil {
 		r.a.redisError(OpRelease, err)
 		r.o.answer(messages.ReleaseResult{Err: err})
-		r.notRun(err)
+		r.a.retryGiveBack(r.o, err)
 		return
 	}
 	r.o.answer(messages.ReleaseResult{NotHeld: n == 0})
@@ -137,7 +149,4 @@ func (r *permGiveBack) unknown() { r.a.verdict = semVerdict{} }
 
 // notRun retries later, backing off: giving back an id twice gives back
 // one permit, and a released id is simply not found.
-func (r *permGiveBack) notRun(error) {
-	r.o.later(time.Now(), owedMax)
-	r.a.owed.push(r.o)
-}
+func (r *permGiveBack) notRun(lost error) { r.a.retryGiveBack(r.o, lost) }

@@ -104,6 +104,28 @@ func TestPermitActor(t *testing.T) {
 			expect("permit_release a", reply(released)),
 			permits(1),
 		}},
+		{name: "a permit granted with some of its lease left is the caller's", permits: 1, steps: []step{
+			acquirePermitFor("a", 'a', false, 60*ms),
+			expect("permit_acquire a", late(25*ms), reply(permOK)),
+			answered("a", "granted"),
+			permits(0),
+		}},
+		{name: "a permit granted past its lease is given back, and the request tries again", permits: 1, steps: []step{
+			acquirePermitFor("a", 'a', false, 20*ms),
+			expect("permit_acquire a", late(25*ms), reply(permOK)),
+			expect("permit_release a", reply(released)),
+			unanswered("a"),
+			expect("permit_acquire a", reply(permOK)),
+			answered("a", "granted"),
+			permits(0),
+		}},
+		{name: "a TryAcquire granted past its lease is given back and reports none free", permits: 1, steps: []step{
+			acquirePermitFor("a", 'a', true, 20*ms),
+			expect("permit_acquire a", late(25*ms), reply(permOK)),
+			answered("a", "refused"),
+			expect("permit_release a", reply(released)),
+			permits(1),
+		}},
 		{name: "a permit granted without the replicas is given back", permits: 1, steps: []step{
 			acquirePermit("a", 'a', true),
 			expect("permit_acquire a", reply(unsynced(permOK))),
@@ -135,10 +157,15 @@ func permitID(c byte) string { return strings.Repeat(string(c), 32) }
 
 // acquirePermit asks for one permit under id c, for a minute (try: once).
 func acquirePermit(label string, c byte, try bool) step {
+	return acquirePermitFor(label, c, try, time.Minute)
+}
+
+// acquirePermitFor asks for one permit under id c, for lease.
+func acquirePermitFor(label string, c byte, try bool, lease time.Duration) step {
 	return func(h *harness) {
 		req := messages.NewRequest()
 		h.acq[label] = req
-		h.send(&messages.Acquire{Owner: permitID(c), Permits: 1, Lease: time.Minute, TryOnly: try, Req: req})
+		h.send(&messages.Acquire{Owner: permitID(c), Permits: 1, Lease: lease, TryOnly: try, Req: req})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lockactor/lockactor/messages"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // owed is a release an actor owes Redis: a caller's Unlock, a grant given
@@ -121,13 +122,19 @@ func (hb *holdBook) owe(q *owedQueue, k holdKey, m *messages.Release) {
 // that did not run). The caller hears err from the second failure on: a
 // first retry is quick and usually goes through, but Unlock must not wait
 // for an outage to end, so the release goes on in the background. Nothing
-// is retried when nothing was recorded to release, or once the hold's
-// lease has surely run out in Redis with no renewal since: Redis has let it
-// go by itself, and a caller not told yet hears ErrNotHeld.
+// is retried when Redis refused it for good (redisio.Final: the name holds
+// another kind's data; the caller hears why), when nothing was recorded to
+// release, or once the hold's lease has surely run out in Redis with no
+// renewal since: Redis has let it go by itself, and a caller not told yet
+// hears ErrNotHeld.
 func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
 	o.tries++
 	now := time.Now()
 	switch {
+	case redisio.Final(err):
+		hb.b.rt.cfg.Logger.Warn("lockactor: release refused for good; not retried", "lock", hb.b.key.Name, "owner", o.k.owner, "err", err)
+		o.answer(messages.ReleaseResult{Err: err})
+		return
 	case o.h == nil && err != nil:
 		o.answer(messages.ReleaseResult{Err: err})
 		return

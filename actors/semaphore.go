@@ -35,6 +35,10 @@ type semaphoreActor struct {
 	// news counts Wakes: a refusal sent before the last one may predate
 	// the permits it announced, and sets no verdict.
 	news uint64
+	// lateWait spaces the attempts after permits that came back past their
+	// lease (see staleMin): the head makes none before lateUntil.
+	lateWait  backoff
+	lateUntil time.Time
 
 	sig   signal
 	subID uint64
@@ -146,7 +150,7 @@ func (a *semaphoreActor) step(now time.Time) bool {
 		}
 	default:
 		head := a.waiters.front()
-		if head == nil || a.verdict.refuses(head, now) {
+		if head == nil || a.verdict.refuses(head, now) || now.Before(a.lateUntil) {
 			return false
 		}
 		a.try(head, true)
@@ -166,8 +170,11 @@ func (a *semaphoreActor) settle() {
 			a.subID = a.subscribe(redisio.SemaphoreChannel(a.key.Name), &a.sig, lockWake)
 		}
 		next.add(a.verdict.until)
-		if a.verdict.until.IsZero() {
-			next.add(time.Now())
+		switch now := time.Now(); {
+		case now.Before(a.lateUntil):
+			next.add(a.lateUntil)
+		case a.verdict.until.IsZero():
+			next.add(now)
 		}
 	}
 	a.wakeAt(next.at)

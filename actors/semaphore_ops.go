@@ -107,7 +107,7 @@ func (r *semGiveBack) apply(rep redisio.Reply) {
 	if _, err := rep.Int(); err != nil {
 		r.a.redisError(OpRelease, err)
 		r.o.answer(messages.ReleaseResult{Err: err})
-		r.notRun(err)
+		r.a.retryGiveBack(r.o, err)
 		return
 	}
 	r.o.answer(messages.ReleaseResult{})
@@ -124,9 +124,20 @@ func (r *semGiveBack) fail(err error) {
 func (r *semGiveBack) unknown() { r.a.verdict = semVerdict{} }
 
 // notRun retries later, backing off.
-func (r *semGiveBack) notRun(error) {
-	r.o.later(time.Now(), owedMax)
-	r.a.owed.push(r.o)
+func (r *semGiveBack) notRun(lost error) { r.a.retryGiveBack(r.o, lost) }
+
+// retryGiveBack queues the permits of o to be given back again after a
+// backoff, after an attempt that failed with err; not when Redis refused
+// them for good (redisio.Final: the name holds another kind's data, or no
+// number). Sent again later, such a release could land once an operator
+// deleted the key, and mint permits out of nothing.
+func (a *semaphoreActor) retryGiveBack(o *owed, err error) {
+	if redisio.Final(err) {
+		a.rt.cfg.Logger.Warn("lockactor: release refused for good; not retried", "semaphore", a.key.Name, "err", err)
+		return
+	}
+	o.later(time.Now(), owedMax)
+	a.owed.push(o)
 }
 
 // adjust runs an AddPermits or TrySetPermits once. Its answer is final when
@@ -146,8 +157,11 @@ type semAdjust struct {
 func (r *semAdjust) keep() time.Duration { return r.a.ledger.keepFor(0) }
 
 func (r *semAdjust) run(op redisio.Op) redisio.Reply {
-	if r.m.SetOnly {
+	switch {
+	case r.m.SetOnly:
 		return r.a.rt.io.SemaphoreSet(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
+	case r.a.key.Kind == KindPermit:
+		return r.a.rt.io.PermitAdd(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
 	}
 	return r.a.rt.io.SemaphoreAdd(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
 }

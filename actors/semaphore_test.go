@@ -13,6 +13,19 @@ import (
 // (issue 17, item 4: one Release(1) had left 4 permits of 2).
 func TestSemaphoreActor(t *testing.T) {
 	run(t, KindSemaphore, []scenario{
+		{name: "a release Redis refuses for good is answered with the error and never sent again", steps: []step{
+			releaseN("r", 1),
+			expect("sem_add 1", fail(errWrongType)),
+			answered("r", failed(errWrongType)),
+			noCall(150 * ms), // a retry would come after 20ms, then 40ms, 80ms...
+		}},
+		{name: "a release that fails for now is sent again", steps: []step{
+			releaseN("r", 1),
+			expect("sem_add 1", fail(errBusy)),
+			answered("r", failed(errBusy)),
+			expect("sem_add 1", reply(semOK)),
+			permits(1),
+		}},
 		{name: "an acquire that ran: granted from the record", permits: 2, steps: []step{
 			acquireN("a", 2),
 			expect("sem_acquire 2", lose(true, semOK)),

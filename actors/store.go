@@ -46,8 +46,10 @@ type store interface {
 	SemaphoreAdd(ctx context.Context, op redisio.Op, name string, n int) redisio.Reply
 	SemaphoreSet(ctx context.Context, op redisio.Op, name string, n int) redisio.Reply
 
-	// RedissonPermitExpirableSemaphore (adjustments use the semaphore's).
+	// RedissonPermitExpirableSemaphore (TrySetPermits uses the semaphore's
+	// SemaphoreSet).
 	PermitAcquire(ctx context.Context, op redisio.Op, name, member string, lease time.Duration) redisio.Reply
+	PermitAdd(ctx context.Context, op redisio.Op, name string, n int) redisio.Reply
 	PermitRelease(ctx context.Context, op redisio.Op, name, member string) redisio.Reply
 	// RedissonCountDownLatch. CountDownGetThen reads the count without
 	// waiting; then gets it on another goroutine.
@@ -75,6 +77,11 @@ type channels interface {
 	Unsubscribe(ctx context.Context, channel string, id uint64) error
 	// Requeue moves our connection to the back of channel's subscribers.
 	Requeue(ctx context.Context, channel string) error
+	// Barrier calls then once every message published before it reached
+	// Redis has been delivered to channel's handlers, and before any
+	// published later (a PING's PONG on the subscription's connection);
+	// redisio.ErrNoBarrier while the channel is not subscribed yet.
+	Barrier(ctx context.Context, channel string, then func()) error
 	// Close drops the connections, by deadline; false if some did not end.
 	Close(deadline time.Time) bool
 }

@@ -152,6 +152,10 @@ func (f *fakeStore) PermitAcquire(_ context.Context, op redisio.Op, _, member st
 	return f.latched(op, "permit_acquire "+permitLabel(member), 0)
 }
 
+func (f *fakeStore) PermitAdd(_ context.Context, op redisio.Op, _ string, n int) redisio.Reply {
+	return f.latched(op, fmt.Sprint("permit_add ", n), n)
+}
+
 func (f *fakeStore) PermitRelease(_ context.Context, op redisio.Op, _, member string) redisio.Reply {
 	return f.latched(op, "permit_release "+permitLabel(member), 0)
 }
@@ -264,13 +268,19 @@ func (serverError) RedisError() {}
 
 const errBusy = serverError("BUSY Redis is busy running a script")
 
+// errWrongType is Redis refusing a script for good: the name holds another
+// kind's data.
+const errWrongType = serverError("WRONGTYPE Operation against a key holding the wrong kind of value script: 1f0c, on @user_script:9.")
+
 // fakeChannels stands in for redisio.PubSub: it keeps the handlers, and
-// delivers only the events a test publishes.
+// delivers only the events a test publishes; barriers pass when the test
+// says (pong).
 type fakeChannels struct {
-	mu     sync.Mutex
-	nextID uint64
-	subs   map[string]map[uint64]redisio.Handler
-	log    []string
+	mu       sync.Mutex
+	nextID   uint64
+	subs     map[string]map[uint64]redisio.Handler
+	barriers map[string][]func()
+	log      []string
 }
 
 func newFakeChannels() *fakeChannels {
@@ -308,6 +318,35 @@ func (p *fakeChannels) Requeue(_ context.Context, channel string) error {
 }
 
 func (p *fakeChannels) Close(time.Time) bool { return true }
+
+// Barrier keeps then until the test's pong on channel; ErrNoBarrier when
+// nobody listens there.
+func (p *fakeChannels) Barrier(_ context.Context, channel string, then func()) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.subs[channel]) == 0 {
+		return redisio.ErrNoBarrier
+	}
+	if p.barriers == nil {
+		p.barriers = make(map[string][]func())
+	}
+	p.barriers[channel] = append(p.barriers[channel], then)
+	return nil
+}
+
+// pong passes the oldest barrier on channel; false if none is pending.
+func (p *fakeChannels) pong(channel string) bool {
+	p.mu.Lock()
+	bs := p.barriers[channel]
+	if len(bs) == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	p.barriers[channel] = bs[1:]
+	p.mu.Unlock()
+	bs[0]()
+	return true
+}
 
 // publish delivers ev on channel to every handler; false if nobody
 // listens.

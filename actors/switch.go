@@ -271,7 +271,7 @@ func (a *lockActor) switched(m *switched) {
 // it again with its attempt).
 func (a *fairActor) switched(m *switched) {
 	a.recheck(m)
-	for _, w := range a.waiting {
+	for _, w := range a.arrived {
 		w.due = time.Time{}
 	}
 	if a.rt.conn == nil {

@@ -137,11 +137,11 @@ func Guard[T any](ctx context.Context, c *Conn, fn func(context.Context) (T, err
 
 // ms renders a duration as the whole milliseconds Redis expects, at least 1.
 func ms(d time.Duration) string {
-	n := d.Milliseconds()
+	n := (d + time.Millisecond - 1) / time.Millisecond // rounded up: a lease never shrinks
 	if n < 1 {
 		n = 1
 	}
-	return strconv.FormatInt(n, 10)
+	return strconv.FormatInt(int64(n), 10)
 }
 
 // UnlockResult is what one release did.

@@ -93,6 +93,39 @@ func Unknown(err error) bool {
 	return !errors.As(err, &re) && !errors.As(err, &ns)
 }
 
+// Final reports whether err is Redis refusing a command for what its key
+// holds, which no retry changes until someone changes the key: WRONGTYPE
+// (a name used by another kind: a lock's hash where a semaphore's count
+// should be), a value that is not a number or would overflow, and an
+// error raised while a script ran (it found data it cannot read). Every
+// other error may pass (a broken connection, a server loading, busy, out
+// of memory or read-only during a failover, a refused ACL): those are worth
+// retrying.
+func Final(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	switch {
+	case strings.HasPrefix(msg, "WRONGTYPE"):
+		return true
+	case !strings.HasPrefix(msg, "ERR"):
+		return false
+	}
+	for _, s := range finalERR {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// finalERR are the texts that make an ERR reply final (see Final): a value
+// that is not a count, and errors raised inside a script (Redis 7 names the
+// script "user_script"; Redis 6 "Error running script").
+var finalERR = []string{"not an integer", "out of range", "overflow", "user_script", "Error running script"}
+
 // notSent is an error met before a request was written (the servers could
 // not be asked what they support): the request certainly did not run.
 type notSent struct{ err error }

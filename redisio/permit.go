@@ -35,6 +35,14 @@ func (c *Conn) PermitAcquire(ctx context.Context, op Op, name, member string, le
 	return c.runLatched(ctx, op, scripts.Latched.PermitAcquire, keys, member, ms(lease), c.publishArg(), op.Seq, op.keepMS())
 }
 
+// PermitAdd adds n permits (n < 0 removes) to a permit semaphore and
+// publishes n when it is positive, as Redisson's does; it returns the new
+// count (read with Reply.Int).
+func (c *Conn) PermitAdd(ctx context.Context, op Op, name string, n int) Reply {
+	keys := []string{name, SemaphoreChannel(name), op.Latch}
+	return c.runLatched(ctx, op, scripts.Latched.PermitAdd, keys, n, c.publishArg(), op.Seq, op.keepMS())
+}
+
 // PermitRelease gives back the permit member: 1 given back, 0 not held (read
 // with Reply.Int).
 func (c *Conn) PermitRelease(ctx context.Context, op Op, name, member string) Reply {

@@ -89,6 +89,9 @@ type shard struct {
 	// channel's slot just before it was made (the placer's locate), so
 	// connect need not ask again.
 	located bool
+	// barriers wait for the PONGs of their PINGs on this connection, in
+	// the order sent (see Barrier); dropped with the connection.
+	barriers []func()
 }
 
 // NewPubSub prepares a multiplexer on rdb; no connection opens until the first
@@ -320,6 +323,37 @@ func (p *PubSub) Requeue(ctx context.Context, channel string) error {
 		return err
 	}
 	return p.command(ctx, s, true, channel)
+}
+
+// ErrNoBarrier is returned by Barrier when channel is not subscribed on a
+// live connection yet: its next Subscribed event will say when it is.
+var ErrNoBarrier = errors.New("pubsub: channel not subscribed yet")
+
+// barrierPayload tells a barrier's PONG from the health check's.
+const barrierPayload = "lockactor-barrier"
+
+// Barrier sends a PING on the connection that carries channel and calls
+// then when its PONG comes back, on the goroutine that delivers channel's
+// events, after every message that arrived before the PONG and before any
+// that arrives after it. A message a handler hears after then ran was
+// therefore published after the PING reached Redis: after anything the
+// caller did before calling Barrier. then is not called if the connection
+// breaks first (handlers hear Disconnected); it must not block.
+func (p *PubSub) Barrier(ctx context.Context, channel string, then func()) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.shardOf[channel]
+	if p.closed || s == nil || s.ps == nil || !p.confirmed[channel] {
+		return ErrNoBarrier
+	}
+	s.barriers = append(s.barriers, then)
+	if err := s.ps.Ping(ctx, barrierPayload); err != nil {
+		s.barriers = s.barriers[:len(s.barriers)-1]
+		p.log.Debug("lockactor: pub/sub ping failed; reconnecting", "channel", channel, "err", err)
+		_ = s.ps.Close()
+		return err
+	}
+	return nil
 }
 
 // Unsubscribe removes the handler id from channel, and the channel from its

@@ -85,6 +85,7 @@ func (p *PubSub) replace(s *shard, old *redis.PubSub, why error) bool {
 	}
 	p.log.Debug("lockactor: pub/sub connection lost; reconnecting", "addr", s.addr, "err", why)
 	_ = old.Close()
+	s.barriers = nil // their PONGs died with the connection
 	for ch, at := range p.shardOf {
 		if at != s {
 			continue
@@ -131,7 +132,24 @@ func (p *PubSub) route(s *shard, msg any) {
 		}
 	case *redis.Message:
 		p.deliver(Event{Kind: Message, Channel: m.Channel, Payload: m.Payload}, false)
+	case *redis.Pong:
+		if m.Payload == barrierPayload {
+			p.passed(s)
+		}
 	}
+}
+
+// passed calls the oldest barrier of s, whose PONG just came back.
+func (p *PubSub) passed(s *shard) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(s.barriers) == 0 {
+		return
+	}
+	then := s.barriers[0]
+	s.barriers[0] = nil
+	s.barriers = s.barriers[1:]
+	then()
 }
 
 // deliver hands ev to the handlers of its channel.

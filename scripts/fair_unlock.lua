@@ -15,9 +15,19 @@
 -- lock was deleted (and the head, if any, told). Waiters whose deadline has
 -- passed, or that have none, are purged from the head first (fair_purge.lua,
 -- spliced in at its marker line), so the message goes to a live waiter.
+-- When the lock is free already (the owner's hold expired) the head is told
+-- too, as Redisson's unlock does: a waiter that sleeps until told, or until
+-- its own estimate of its turn, learns the lock is free now.
 --[[publish]]
 local now = tonumber(ARGV[4])
 --[[fair_purge]]
+if redis.call('exists', KEYS[1]) == 0 then
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head then
+        publish(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1])
+    end
+    return nil
+end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     return nil
 end

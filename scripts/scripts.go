@@ -67,6 +67,8 @@ var (
 	permitUpdateLua string
 	//go:embed permit_available.lua
 	permitAvailableLua string
+	//go:embed permit_add.lua
+	permitAddLua string
 	//go:embed countdown_set.lua
 	countDownSetLua string
 	//go:embed countdown_down.lua
@@ -105,6 +107,7 @@ var (
 	permitReleaseSrc   = withPublish(withPermitReclaim(permitReleaseLua))
 	permitUpdateSrc    = withPublish(withPermitReclaim(permitUpdateLua))
 	permitAvailableSrc = withPublish(withPermitReclaim(permitAvailableLua))
+	permitAddSrc       = withPublish(permitAddLua)
 
 	unlockSrc           = withPublish(unlockLua)
 	forceUnlockSrc      = withPublish(forceUnlockLua)
@@ -142,10 +145,11 @@ var (
 	SemaphoreSet     = redis.NewScript(semaphoreSetSrc)     // semaphore_set.lua
 )
 
-// PermitSemaphore (RedissonPermitExpirableSemaphore): TrySetPermits and
-// AddPermits run SemaphoreSet and SemaphoreRelease on the same count key.
+// PermitSemaphore (RedissonPermitExpirableSemaphore): TrySetPermits runs
+// SemaphoreSet on the same count key.
 var (
 	PermitAcquire   = redis.NewScript(permitAcquireSrc)   // permit_acquire.lua
+	PermitAdd       = redis.NewScript(permitAddSrc)       // permit_add.lua
 	PermitRelease   = redis.NewScript(permitReleaseSrc)   // permit_release.lua
 	PermitUpdate    = redis.NewScript(permitUpdateSrc)    // permit_update.lua; unlatched
 	PermitAvailable = redis.NewScript(permitAvailableSrc) // permit_available.lua; unlatched
@@ -163,7 +167,7 @@ var Latched = struct {
 	FairLock, FairUnlock                             *redis.Script
 	ReadLock, ReadUnlock, WriteLock, WriteUnlock     *redis.Script
 	SemaphoreAcquire, SemaphoreRelease, SemaphoreSet *redis.Script
-	PermitAcquire, PermitRelease                     *redis.Script
+	PermitAcquire, PermitAdd, PermitRelease          *redis.Script
 	CountDownSet, CountDownDown                      *redis.Script
 }{
 	Lock:             latched(lockSrc),
@@ -180,6 +184,7 @@ var Latched = struct {
 	SemaphoreRelease: latched(semaphoreReleaseSrc),
 	SemaphoreSet:     latched(semaphoreSetSrc),
 	PermitAcquire:    latched(permitAcquireSrc),
+	PermitAdd:        latched(permitAddSrc),
 	PermitRelease:    latched(permitReleaseSrc),
 	CountDownSet:     latched(countDownSetSrc),
 	CountDownDown:    latched(countDownDownSrc),

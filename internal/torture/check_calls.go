@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/lockactor/lockactor"
 )
 
 // CheckHangs reports calls that returned more than lim.HangSlack after their
@@ -46,19 +44,8 @@ func CheckCallErrors(l *Log, safe []Span) []Violation {
 	var vs []Violation
 	for i := range l.Calls {
 		c := &l.Calls[i]
-		if tinyLease(c.Lease) && c.Out != OutInvalid {
-			vs = append(vs, Violation{Check: VErrors, At: c.End, Msg: fmt.Sprintf(
-				"%v: %s %s (g%d, %s) with a lease of %v, below MinLease, returned %s (%s), want ErrInvalidArgument",
-				c.Res, c.Prim, c.Op, c.G, c.Client, c.Lease, c.Out, c.Err)})
-			continue
-		}
 		switch c.Out {
-		case OutInvalid:
-			if tinyLease(c.Lease) {
-				continue
-			}
-			fallthrough
-		case OutClosed, OutPanic:
+		case OutInvalid, OutClosed, OutPanic:
 			vs = append(vs, Violation{Check: VErrors, At: c.End, Msg: fmt.Sprintf(
 				"%v: %s %s (g%d, %s, owner %v) at %s returned %s: %s", c.Res, c.Prim, c.Op, c.G, c.Client, c.Owners, l.at(c.Start), c.Out, c.Err)})
 		case OutNotHeld:
@@ -319,9 +306,14 @@ func noDeadlineHang(l *Log, c *Call, lim Limits) []Violation {
 	return nil
 }
 
-// tinyLease reports a lease the library must refuse (WithLease below
-// MinLease).
-func tinyLease(d time.Duration) bool { return d > 0 && d < lockactor.MinLease }
+// tinyLeaseMax bounds the tiny leases the workload asks for now and then:
+// any positive lease is accepted, but one shorter than a round trip (under
+// -race, on a loaded machine, a few milliseconds) can rarely be granted in
+// time, so calls with one are not judged for liveness.
+const tinyLeaseMax = 10 * time.Millisecond
+
+// tinyLease reports a lease under tinyLeaseMax.
+func tinyLease(d time.Duration) bool { return d > 0 && d < tinyLeaseMax }
 
 // CheckGhostGrants reports grants whose owner's field was missing in Redis
 // right after the caller got them: the library handed out a hold that had

@@ -309,7 +309,7 @@ func (w *worker) multiStep(p plan) {
 	owners := []string{w.r.cfg.OwnerOf(m.la), w.r.cfg.OwnerOf(m.lb)}
 	s := shapeOf(p, false)
 	c := Call{Client: w.ca.name, Prim: PrimMulti, Op: s.op, Res: res, Owners: owners, Wait: s.wait, Lease: s.lease,
-		Waiting: s.op == OpLock || s.wait > 0}
+		Waiting: (s.op == OpLock || s.wait > 0) && !tinyLease(s.lease)}
 	cc := newCallCtx(p.deadlines[0], s.cancel)
 	out, ci := w.rec.do(c, cc, func(ctx context.Context) (bool, error) { return lockCall(ctx, m.ml, s) })
 	cc.done()

@@ -8,7 +8,7 @@ import (
 )
 
 // permitStep takes one permit of a PermitSemaphore of the current
-// generation with a lease (short, long or, rarely, below MinLease, as a
+// generation with a lease (short, long or, rarely, tiny, as a
 // lock's fixed lease: see drawPlan), sometimes moves its lease
 // (UpdateLease), keeps it for a critical section that now and then
 // outlasts the lease, and releases it by id. A permit whose lease ran out
@@ -22,6 +22,7 @@ func (w *worker) permitStep(p plan) {
 	ps := w.ca.c.PermitSemaphore(name)
 	c := Call{Client: w.ca.name, Prim: PrimPermit, Res: []string{res}, N: 1, Op: OpAcquire, Lease: p.lease, Waiting: true}
 	cancel := acquireShape(p, &c)
+	c.Waiting = c.Waiting && !tinyLease(c.Lease)
 	var id string
 	cc := newCallCtx(p.deadlines[0], cancel)
 	out, ci := w.rec.do(c, cc, func(ctx context.Context) (ok bool, err error) {

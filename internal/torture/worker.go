@@ -38,8 +38,9 @@ var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4, 10, 10, 3, 
 // to shortLeaseMax), so that fault delays (up to twice shortLeaseMax, see
 // Faults.draw and FaultLate) outlast them; one in ten is long (longLease to
 // twice it) for about one in seven, so that it outlasts a settlement block and the 5s latch record
-// of a final release before the fixes. A rare one is below MinLease, which
-// the library must refuse.
+// of a final release before the fixes. A rare one is tiny (under
+// tinyLeaseMax): shorter than a round trip under load, it can rarely be
+// granted in time.
 const (
 	shortLease    = 200 * time.Millisecond
 	shortLeaseMax = 400 * time.Millisecond
@@ -138,7 +139,7 @@ func drawPlan(rng *rand.Rand, weights *[numSteps]int) plan {
 	p.lease = time.Second + time.Duration(rng.Int64N(int64(3*time.Second)+1))
 	switch r := rng.IntN(100); {
 	case r < 1:
-		p.lease = time.Duration(rng.Int64N(int64(lockactor.MinLease))) + 1 // refused
+		p.lease = time.Duration(rng.Int64N(int64(tinyLeaseMax))) + 1
 	case r < 50:
 		p.lease = shortLease + time.Duration(rng.Int64N(int64(shortLeaseMax-shortLease)+1))
 	case r < 65:
@@ -175,11 +176,11 @@ func drawPlan(rng *rand.Rand, weights *[numSteps]int) plan {
 
 // extendLeaseOf draws an Extend's lease like a grant's: short for half (a
 // FaultLate window then delays its reply past it, and fault delays outlast
-// it), 1-3 s otherwise, and, rarely, below MinLease (refused).
+// it), 1-3 s otherwise, and, rarely, tiny (see tinyLeaseMax).
 func extendLeaseOf(rng *rand.Rand) time.Duration {
 	switch r := rng.IntN(100); {
 	case r < 1:
-		return time.Duration(rng.Int64N(int64(lockactor.MinLease))) + 1
+		return time.Duration(rng.Int64N(int64(tinyLeaseMax))) + 1
 	case r < 50:
 		return shortLease + time.Duration(rng.Int64N(int64(shortLeaseMax-shortLease)+1))
 	}
@@ -353,7 +354,7 @@ func handleKey(prim Prim, cl *client, name string) string {
 // records it.
 func (w *worker) acquireLock(cl *client, l *lockactor.Lock, prim Prim, res, owner string, s shape, deadline time.Duration) (Outcome, int) {
 	c := Call{Client: cl.name, Prim: prim, Op: s.op, Res: []string{res}, Owners: []string{owner}, Wait: s.wait, Lease: s.lease,
-		Waiting: (s.op == OpLock || s.wait > 0) && !shared(res)}
+		Waiting: (s.op == OpLock || s.wait > 0) && !shared(res) && !tinyLease(s.lease)}
 	cc := newCallCtx(deadline, s.cancel)
 	defer cc.done()
 	return w.rec.do(c, cc, func(ctx context.Context) (bool, error) { return lockCall(ctx, l, s) })

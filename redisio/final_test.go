@@ -1,0 +1,57 @@
+package redisio
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+// The errors a script meets when its name holds another kind's data are
+// final; those of a server that cannot serve for now, or of a connection,
+// are not. The first rows are real Redis replies, so that a server that
+// words them differently fails here.
+func TestFinal(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rdb.HSet(ctx, "a-hash", "owner", 1)
+	rdb.Set(ctx, "a-word", "not-a-count", 0)
+	rdb.Set(ctx, "a-big-count", "9223372036854775807", 0)
+	script := func(src string, keys ...string) error { return rdb.Eval(ctx, src, keys).Err() }
+	tests := []struct {
+		name  string
+		err   error
+		final bool
+	}{
+		{"INCRBY on a lock's hash", script("return redis.call('incrby', KEYS[1], 1)", "a-hash"), true},
+		{"INCRBY on a word", script("return redis.call('incrby', KEYS[1], 1)", "a-word"), true},
+		{"INCRBY past the largest count", script("return redis.call('incrby', KEYS[1], 1)", "a-big-count"), true},
+		{"a script that reads what it cannot use", script("return tonumber(redis.call('get', KEYS[1])) + 1", "a-word"), true},
+		{"no error", nil, false},
+		{"a broken connection", errors.New("read tcp 127.0.0.1:6379: connection reset by peer"), false},
+		{"a server busy with a script", testRedisError("BUSY Redis is busy running a script"), false},
+		{"a server loading", testRedisError("LOADING Redis is loading the dataset in memory"), false},
+		{"out of memory", testRedisError("OOM command not allowed when used memory > 'maxmemory'."), false},
+		{"a replica after a failover", testRedisError("READONLY You can't write against a read only replica."), false},
+		{"an ACL", testRedisError("NOPERM this user has no permissions to run the 'evalsha' command"), false},
+		{"too many clients", testRedisError("ERR max number of clients reached"), false},
+	}
+	for _, tc := range tests {
+		if tc.name != "no error" && tc.err == nil {
+			t.Fatalf("%s: the script did not fail", tc.name)
+		}
+		if got := Final(tc.err); got != tc.final {
+			t.Errorf("%s: Final(%v) = %v, want %v", tc.name, tc.err, got, tc.final)
+		}
+	}
+}
+
+// testRedisError is an error reply as go-redis returns it.
+type testRedisError string
+
+func (e testRedisError) Error() string { return string(e) }
+func (testRedisError) RedisError()     {}
