@@ -41,7 +41,7 @@ func TestRedLockAcquiresWithTwoOfFiveKilled(t *testing.T) {
 	servers[1].Kill(t)
 	servers[3].Kill(t)
 	rl, _ := redLockOn(clients, "rl")
-	ok, err := rl.TryLock(ctx)
+	ok, err := rl.TryLock(ctx, loadedWait)
 	if !ok || err != nil {
 		t.Fatalf("TryLock with 3 of 5 alive = %v, %v", ok, err)
 	}
@@ -97,26 +97,42 @@ func TestRedLockAsksNodesInParallel(t *testing.T) {
 	servers[2].Pause(t)
 	defer servers[2].Resume(t)
 	rl, _ := redLockOn(clients, "rl-parallel")
-	start := time.Now()
-	ok, err := rl.TryLock(ctx)
-	took := time.Since(start)
-	if !ok || err != nil {
-		t.Fatalf("TryLock with 1 of 5 frozen = %v, %v", ok, err)
-	}
 	// Sequential asking would wait out the frozen node's timeout, and five
-	// nodes' timeouts add up to 250 ms; in parallel a round costs one.
-	if took > 200*time.Millisecond {
-		t.Fatalf("acquisition took %v with one node frozen, want one node timeout (50ms) + round trips", took)
+	// nodes' timeouts add up to 250 ms; in parallel a round costs one. The
+	// best of three rounds, so that a loaded machine's pause is not read
+	// as sequential asking.
+	best := time.Hour
+	for range 3 {
+		start := time.Now()
+		ok, err := rl.TryLock(ctx)
+		took := time.Since(start)
+		if ok {
+			best = min(best, took)
+			if err := rl.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil && !errors.Is(err, lockactor.ErrNoQuorum) {
+			t.Fatalf("TryLock with 1 of 5 frozen = %v, %v", ok, err)
+		}
 	}
-	t.Logf("acquired in %v with one node frozen", took)
+	if best > 200*time.Millisecond {
+		t.Fatalf("the best of three acquisitions took %v with one node frozen, want one node timeout (50ms) + round trips", best)
+	}
+	t.Logf("acquired in %v with one node frozen", best)
 }
+
+// loadedWait lets a RedLock acquisition that the test expects to succeed try
+// more than one round: on a loaded machine a node's first reply (a fresh
+// connection, the script loaded) can take longer than the 50ms a round
+// waits for it, and one round then falls short of a majority.
+var loadedWait = lockactor.WithWait(5 * time.Second)
 
 func TestRedLockExcludesAnother(t *testing.T) {
 	_, clients := redlockNodes(t, 5)
 	ctx := ctxFor(t, 20*time.Second)
 	first, _ := redLockOn(clients, "rl-x")
 	second, _ := redLockOn(clients, "rl-x")
-	if ok, err := first.TryLock(ctx); !ok || err != nil {
+	if ok, err := first.TryLock(ctx, loadedWait); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	if ok, err := second.TryLock(ctx, lockactor.WithWait(200*time.Millisecond)); ok || err != nil {
@@ -258,7 +274,7 @@ func TestRedLockValidityKnownWhenTryLockReturns(t *testing.T) {
 	zero := 0
 	const rounds = 300
 	for range rounds {
-		if ok, err := rl.TryLock(ctx); !ok || err != nil {
+		if ok, err := rl.TryLock(ctx, loadedWait); !ok || err != nil {
 			t.Fatalf("TryLock = %v, %v", ok, err)
 		}
 		if rl.Validity() <= 0 {
@@ -312,7 +328,7 @@ func TestRedLockLateMemberGrantIsReleased(t *testing.T) {
 			rl, _ := redLockOn(clients, name)
 			late := servers[2]
 			late.Pause(t)
-			if ok, err := rl.TryLock(ctx); !ok || err != nil {
+			if ok, err := rl.TryLock(ctx, loadedWait); !ok || err != nil {
 				t.Fatalf("RedLock with 1 of 3 frozen = %v, %v", ok, err)
 			}
 			time.Sleep(tt.pause)
