@@ -54,7 +54,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if o.watchdog <= 0 {
 		return nil, fmt.Errorf("%w: watchdog timeout %v <= 0", ErrInvalidArgument, o.watchdog)
 	}
-	o.watchdog = wholeMS(o.watchdog)
+	o.watchdog = redisio.WholeMS(o.watchdog)
 	if o.idleAfter <= 0 {
 		return nil, fmt.Errorf("%w: idle actor timeout %v <= 0", ErrInvalidArgument, o.idleAfter)
 	}

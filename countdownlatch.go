@@ -119,6 +119,6 @@ func (l *CountDownLatch) Await(ctx context.Context) error {
 	if err != nil {
 		err = kindLatch.err(l.name, err)
 	}
-	l.c.metrics.acquisition(ctx, callLatch, l.name, start, err == nil, err)
+	l.c.metrics.acquisition(ctx, kindLatch, l.name, start, err == nil, err)
 	return err
 }

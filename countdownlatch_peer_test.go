@@ -66,11 +66,7 @@ func TestRedissonPeerCountDownLatch(t *testing.T) {
 
 	// We set the count and count down; the peer, subscribed as Redisson
 	// subscribes, hears "1" and then "0", and reads what Redisson reads.
-	sub := rdb.Subscribe(ctx, keys[1])
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := listen(ctx, t, rdb, keys[1])
 	msgs := sub.Channel()
 	if ok, err := l.TrySetCount(ctx, 1); !ok || err != nil {
 		t.Fatal(ok, err)

@@ -273,14 +273,11 @@ func TestCountDownLatchRetriedCountDownAppliesOnce(t *testing.T) {
 // round two's new-count message, it released nobody).
 func TestCountDownLatchOldZeroMessageOpensNoNewAwait(t *testing.T) {
 	srv := redistest.Start(t)
-	slowSub := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return delayline.OnSubscribe(conn, func() time.Duration { return 80 * time.Millisecond }), nil
-	}})
-	t.Cleanup(func() { slowSub.Close() })
+	slowSub := srv.ClientWith(t, func(o *redis.Options) {
+		o.Dialer = delayline.Dialer(func(conn net.Conn) net.Conn {
+			return delayline.OnSubscribe(conn, func() time.Duration { return 80 * time.Millisecond })
+		})
+	})
 	a, b := newClient(t, slowSub).CountDownLatch("cdl-rounds"), newClient(t, srv.Client(t)).CountDownLatch("cdl-rounds")
 	ctx := ctxFor(t, 10*time.Second)
 	if ok, err := b.TrySetCount(ctx, 1); !ok || err != nil {

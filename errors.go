@@ -44,24 +44,13 @@ var (
 // names may be up to 64 KiB and hold any bytes.
 const maxNameInError = 128
 
-// kind names the primitive an error concerns: an error's message starts
-// with it and the name, `semaphore "jobs": ...`.
-type kind string
+// kindNouns name the kinds in errors: an error's message starts with the
+// noun and the name, `semaphore "jobs": ...`.
+var kindNouns = [numKinds]string{"lock", "fair lock", "fenced lock", "read lock", "write lock", "semaphore", "permit semaphore",
+	"multilock", "redlock", "count-down latch", "spin lock"}
 
-// The kinds, as errors name them.
-const (
-	kindLock      kind = "lock"
-	kindFair      kind = "fair lock"
-	kindFenced    kind = "fenced lock"
-	kindSpin      kind = "spin lock"
-	kindRead      kind = "read lock"
-	kindWrite     kind = "write lock"
-	kindSemaphore kind = "semaphore"
-	kindPermit    kind = "permit semaphore"
-	kindLatch     kind = "count-down latch"
-	kindMulti     kind = "multilock"
-	kindRed       kind = "redlock"
-)
+// String is the kind's noun in errors.
+func (k kind) String() string { return kindNouns[k] }
 
 // err wraps e with the kind and name: `fair lock "orders": <e>`.
 func (k kind) err(name string, e error) error {

@@ -61,14 +61,11 @@ func TestLateHandoffIsNotHandedOut(t *testing.T) {
 func TestLeaseShorterThanRoundTrip(t *testing.T) {
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
-	slow := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return delayline.New(conn, delayline.Delays{Write: func() time.Duration { return 2 * time.Millisecond }}), nil
-	}})
-	t.Cleanup(func() { slow.Close() })
+	slow := srv.ClientWith(t, func(o *redis.Options) {
+		o.Dialer = delayline.Dialer(func(conn net.Conn) net.Conn {
+			return delayline.New(conn, delayline.Delays{Write: func() time.Duration { return 2 * time.Millisecond }})
+		})
+	})
 	c := newClient(t, slow)
 	ctx := ctxFor(t, 10*time.Second)
 	l := c.Lock("tiny-lease")

@@ -108,7 +108,7 @@ func (l *Lock) check(ctx context.Context) error {
 func (l *Lock) acquire(ctx context.Context, o lockOptions, tryOnly bool, expired <-chan time.Time) (bool, error) {
 	start := time.Now()
 	ok, err := l.ask(ctx, o, tryOnly, expired)
-	l.c.metrics.acquisition(ctx, l.callKind(), l.name, start, ok, err)
+	l.c.metrics.acquisition(ctx, l.what(), l.name, start, ok, err)
 	return ok, err
 }
 
@@ -171,7 +171,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		since := l.since
 		l.token, l.since = 0, time.Time{}
 		l.mu.Unlock()
-		l.c.metrics.held(ctx, l.callKind(), l.name, since, called)
+		l.c.metrics.held(ctx, l.what(), l.name, since, called)
 	}
 	return nil
 }
@@ -202,7 +202,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := checkLease(l.what(), l.name, lease); err != nil {
 		return err
 	}
-	lease = wholeMS(lease)
+	lease = redisio.WholeMS(lease)
 	m := &messages.Extend{Owner: l.owner, Mode: l.mode, Lease: lease, Handle: true, Reply: make(chan messages.ExtendResult, 1)}
 	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }
 	res, err := awaitReply(ctx, send, l.c.done, m, m.Reply)
@@ -219,7 +219,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	return nil
 }
 
-// what is the handle's kind, as its errors name it.
+// what is the handle's kind, in its errors and metrics.
 func (l *Lock) what() kind {
 	switch l.key.Kind {
 	case actors.KindFair:
@@ -235,24 +235,6 @@ func (l *Lock) what() kind {
 		return kindRead
 	}
 	return kindLock
-}
-
-// callKind is the handle's kind attribute in the metrics.
-func (l *Lock) callKind() callKind {
-	switch l.key.Kind {
-	case actors.KindFair:
-		return callFair
-	case actors.KindFenced:
-		return callFenced
-	case actors.KindSpin:
-		return callSpin
-	case actors.KindRW:
-		if l.mode == messages.Write {
-			return callWrite
-		}
-		return callRead
-	}
-	return callLock
 }
 
 // Lost is closed when this handle held the lock and the runtime found it gone

@@ -34,25 +34,27 @@ const (
 	attrLockName = "lock.name" // only with WithMetricsLockNames
 )
 
-// callKind is the kind attribute of the caller-side metrics.
-type callKind uint8
+// kind is the primitive a call concerns: the kind attribute of the
+// caller-side metrics (kindMetricNames) and the noun its errors start with
+// (kindNouns, errors.go).
+type kind uint8
 
 const (
-	callLock callKind = iota
-	callFair
-	callFenced
-	callRead
-	callWrite
-	callSemaphore
-	callPermit
-	callMultiLock
-	callRedLock
-	callLatch
-	callSpin
-	numCallKinds
+	kindLock kind = iota
+	kindFair
+	kindFenced
+	kindRead
+	kindWrite
+	kindSemaphore
+	kindPermit
+	kindMulti
+	kindRed
+	kindLatch
+	kindSpin
+	numKinds
 )
 
-var callKindNames = [numCallKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock", "latch", "spin"}
+var kindMetricNames = [numKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock", "latch", "spin"}
 
 // outcome is how an acquisition call ended.
 type outcome uint8
@@ -119,8 +121,8 @@ type metrics struct {
 	wait, hold                                          metric.Float64Histogram
 	actors, waiters                                     metric.Int64ObservableUpDownCounter
 
-	calls  [numCallKinds][numOutcomes]series
-	holds  [numCallKinds]series
+	calls  [numKinds][numOutcomes]series
+	holds  [numKinds]series
 	kinds  [numActorKinds]series
 	renews [numActorKinds][actors.NumRenewOutcomes]series
 	errs   [numActorKinds][actors.NumRedisOps]series
@@ -149,8 +151,8 @@ func newMetrics(o options) *metrics {
 		m.meter = noop.NewMeterProvider().Meter(meterName)
 		_ = m.instruments()
 	}
-	for k := range numCallKinds {
-		kind := attribute.String(attrKind, callKindNames[k])
+	for k := range numKinds {
+		kind := attribute.String(attrKind, kindMetricNames[k])
 		m.holds[k] = newSeries(kind)
 		for oc := range numOutcomes {
 			m.calls[k][oc] = newSeries(kind, attribute.String(attrOutcome, outcomeNames[oc]))
@@ -254,7 +256,7 @@ func (m *metrics) named(s *series, name string) *series {
 
 // acquisition records one acquisition call that began at start and ended
 // with (ok, err), ctx being the call's.
-func (m *metrics) acquisition(ctx context.Context, k callKind, name string, start time.Time, ok bool, err error) {
+func (m *metrics) acquisition(ctx context.Context, k kind, name string, start time.Time, ok bool, err error) {
 	s := m.named(&m.calls[k][outcomeOf(ctx, ok, err)], name)
 	ctx = live(ctx)
 	m.acquisitions.Add(ctx, 1, s.add...)
@@ -275,7 +277,7 @@ func outcomeOf(ctx context.Context, ok bool, err error) outcome {
 
 // held records a hold granted at since and released at end; a zero since
 // (not known) records nothing.
-func (m *metrics) held(ctx context.Context, k callKind, name string, since, end time.Time) {
+func (m *metrics) held(ctx context.Context, k kind, name string, since, end time.Time) {
 	if since.IsZero() {
 		return
 	}

@@ -26,12 +26,11 @@ var groupIDs atomic.Int64
 // whichever Client each belongs to.
 type group struct {
 	locks []*Lock
-	what  kind   // kindMulti or kindRed, for errors
+	what  kind   // kindMulti or kindRed, in errors and metrics
 	name  string // for errors: the member names
 	err   error  // a construction error, returned by every call
 	key   actors.Key
 	g     actors.Group
-	kind  callKind   // callMultiLock or callRedLock, in the metrics
 	since *heldSince // when the current hold was granted (lockactor.hold.duration)
 }
 
@@ -50,12 +49,9 @@ func (h *heldSince) swap(t time.Time) time.Time {
 	return old
 }
 
-func newGroup(kind kind, locks []*Lock, redlock bool) group {
+func newGroup(kind kind, locks []*Lock) group {
 	names := make([]string, len(locks))
-	gr := group{locks: locks, what: kind, kind: callMultiLock, since: new(heldSince)}
-	if redlock {
-		gr.kind = callRedLock
-	}
+	gr := group{locks: locks, what: kind, since: new(heldSince)}
 	for i, l := range locks {
 		if l == nil {
 			gr.err = fmt.Errorf("%w: %s member %d is nil", ErrInvalidArgument, kind, i)
@@ -79,7 +75,7 @@ func newGroup(kind kind, locks []*Lock, redlock bool) group {
 	}
 	gr.key = actors.Key{Kind: actors.KindGroup, Name: fmt.Sprintf("%s#%d", kind, groupIDs.Add(1))}
 	gr.g = actors.Group{Quorum: len(locks), NodeTimeout: multiLockNodeTimeout, ValidUntil: new(atomic.Int64)}
-	if redlock {
+	if kind == kindRed {
 		gr.g.Quorum = len(locks)/2 + 1
 		gr.g.Redlock = true
 		gr.g.Lease = locks[0].c.opts.watchdog
@@ -117,7 +113,7 @@ func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (
 	}
 	start := time.Now()
 	ok, err := gr.ask(ctx, opts, tryOnly)
-	gr.home().metrics.acquisition(ctx, gr.kind, gr.name, start, ok, err)
+	gr.home().metrics.acquisition(ctx, gr.what, gr.name, start, ok, err)
 	if ok {
 		gr.since.swap(time.Now())
 	}
@@ -180,7 +176,7 @@ func (gr *group) Unlock(ctx context.Context) error {
 	called := time.Now()
 	res, err := awaitRelease(ctx, gr.send, gr.home().done, &messages.Release{})
 	if err == nil && !res.NotHeld {
-		gr.home().metrics.held(ctx, gr.kind, gr.name, gr.since.swap(time.Time{}), called)
+		gr.home().metrics.held(ctx, gr.what, gr.name, gr.since.swap(time.Time{}), called)
 	}
 	switch {
 	case err != nil:
@@ -202,7 +198,7 @@ type MultiLock struct{ group }
 // when one fails and reports a joined error. No locks or a nil lock surface
 // as ErrInvalidArgument from the first call.
 func NewMultiLock(locks ...*Lock) *MultiLock {
-	return &MultiLock{newGroup(kindMulti, locks, false)}
+	return &MultiLock{newGroup(kindMulti, locks)}
 }
 
 var _ Locker = (*MultiLock)(nil)

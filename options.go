@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/lockactor/lockactor/actors"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // Option configures a Client in New.
@@ -277,7 +278,7 @@ func lockOptionsOf(k kind, name string, opts []LockOption) (lockOptions, error) 
 		if err := checkLease(k, name, o.lease); err != nil {
 			return o, err
 		}
-		o.lease = wholeMS(o.lease)
+		o.lease = redisio.WholeMS(o.lease)
 	}
 	if o.wait < 0 {
 		return o, k.invalid(name, "negative wait")
@@ -292,16 +293,6 @@ func checkLease(k kind, name string, lease time.Duration) error {
 		return k.invalid(name, fmt.Sprintf("lease %v <= 0", lease))
 	}
 	return nil
-}
-
-// wholeMS rounds a positive lease up to whole milliseconds, as Redis
-// counts it, so that the runtime's account of a lease is never longer than
-// the one Redis applies.
-func wholeMS(d time.Duration) time.Duration {
-	if r := d % time.Millisecond; r != 0 {
-		d += time.Millisecond - r
-	}
-	return d
 }
 
 // applyLockOptions applies opts to the defaults. Apart from lockOptionsOf

@@ -142,11 +142,7 @@ func TestRedissonPeerFairLock(t *testing.T) {
 	if ok, _ := peer.fairLock(ctx, "pfair"); ok {
 		t.Fatal("peer acquired our fair lock")
 	}
-	sub := rdb.Subscribe(ctx, "redisson_lock__channel:{pfair}:"+peer.owner)
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := listen(ctx, t, rdb, "redisson_lock__channel:{pfair}:"+peer.owner)
 	if err := ours.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -274,11 +270,7 @@ func TestRedissonPeerFairHeadToldWhenOurHoldExpired(t *testing.T) {
 	if ok, _ := peer.fairLock(ctx, "pfair-expired"); ok {
 		t.Fatal("peer acquired our fair lock")
 	}
-	sub := rdb.Subscribe(ctx, "redisson_lock__channel:{pfair-expired}:"+peer.owner)
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := listen(ctx, t, rdb, "redisson_lock__channel:{pfair-expired}:"+peer.owner)
 	deadline := time.Now().Add(2 * time.Second)
 	for rdb.Exists(ctx, "pfair-expired").Val() == 1 {
 		if time.Now().After(deadline) {

@@ -97,11 +97,7 @@ func TestRedissonPeerSeesAndAwaitsOurHold(t *testing.T) {
 	if _, err := peer.unlock(ctx, "interop2"); !errors.Is(err, redis.Nil) {
 		t.Fatalf("peer unlock of our lock = %v, want nil reply", err)
 	}
-	sub := rdb.Subscribe(ctx, "redisson_lock__channel:{interop2}")
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil { // subscription confirmed
-		t.Fatal(err)
-	}
+	sub := listen(ctx, t, rdb, "redisson_lock__channel:{interop2}")
 	if err := ours.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -116,4 +112,17 @@ func TestRedissonPeerSeesAndAwaitsOurHold(t *testing.T) {
 	if ok, err := ours.TryLock(ctx, lockactor.WithWait(100*time.Millisecond)); ok || err != nil {
 		t.Fatalf("our TryLock during the peer's hold = %v, %v", ok, err)
 	}
+}
+
+// listen subscribes rdb to channel and returns once Redis confirmed it, so
+// that nothing published from then on is missed; the subscription closes
+// at the test's end.
+func listen(ctx context.Context, t *testing.T, rdb *redis.Client, channel string) *redis.PubSub {
+	t.Helper()
+	sub := rdb.Subscribe(ctx, channel)
+	t.Cleanup(func() { _ = sub.Close() })
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatalf("subscribe %s: %v", channel, err)
+	}
+	return sub
 }

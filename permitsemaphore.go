@@ -142,7 +142,7 @@ func (s *PermitSemaphore) acquire(ctx context.Context, lease time.Duration, tryO
 	if err := s.check(ctx, 1, 1, lease); err != nil {
 		return "", false, err
 	}
-	lease = wholeMS(lease)
+	lease = redisio.WholeMS(lease)
 	start := time.Now()
 	id := newPermitID()
 	m := &messages.Acquire{Owner: id, Permits: 1, Lease: lease, TryOnly: tryOnly, Req: messages.NewRequest()}
@@ -157,7 +157,7 @@ func (s *PermitSemaphore) acquire(ctx context.Context, lease time.Duration, tryO
 		err = kindPermit.err(s.name, res.Err)
 	}
 	ok := err == nil && res.Granted
-	s.c.metrics.acquisition(ctx, callPermit, s.name, start, ok, err)
+	s.c.metrics.acquisition(ctx, kindPermit, s.name, start, ok, err)
 	if !ok {
 		return "", false, err
 	}
@@ -198,7 +198,7 @@ func (s *PermitSemaphore) UpdateLease(ctx context.Context, id string, lease time
 	if err != nil {
 		return err
 	}
-	lease = wholeMS(lease)
+	lease = redisio.WholeMS(lease)
 	sent := time.Now()
 	ok, err := guarded(ctx, s.c, kindPermit, s.name, func(ctx context.Context, io *redisio.Conn) (bool, error) {
 		return io.PermitUpdate(ctx, s.name, member, lease)

@@ -221,11 +221,7 @@ func TestRedissonPeerPermitSemaphoreWakes(t *testing.T) {
 	// Both out again (ours and the peer's second): the peer, refused,
 	// waits on the channel as Redisson's subscriber does; our Release
 	// publishes the count it hears.
-	sub := peer.rdb.Subscribe(ctx, redisio.SemaphoreChannel(name))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := listen(ctx, t, peer.rdb, redisio.SemaphoreChannel(name))
 	id, refusal, err := peer.tryAcquire(ctx, 30*time.Second)
 	if id != "" || err != nil {
 		t.Fatalf("peer acquire with both permits out = %q, %v", id, err)
@@ -295,11 +291,7 @@ func TestRedissonPeerPermitAddPermitsMessage(t *testing.T) {
 	ctx := ctxFor(t, 10*time.Second)
 	const name = "ppermit-add"
 	ours := setPermits(t, srv.Client(t), name, 2)
-	sub := srv.Client(t).Subscribe(ctx, redisio.SemaphoreChannel(name))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := listen(ctx, t, srv.Client(t), redisio.SemaphoreChannel(name))
 	tests := []struct {
 		n    int
 		want string // "" for no message

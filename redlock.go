@@ -24,7 +24,7 @@ type RedLock struct{ group }
 // NewRedLock groups locks into a RedLock. No locks or a nil lock surface as
 // ErrInvalidArgument from the first call.
 func NewRedLock(locks ...*Lock) *RedLock {
-	return &RedLock{newGroup(kindRed, locks, true)}
+	return &RedLock{newGroup(kindRed, locks)}
 }
 
 // Validity is the guaranteed remaining time of the current hold: the lease

@@ -171,7 +171,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, tryOnly bool, expired <-
 	}
 	start := time.Now()
 	ok, err := s.ask(ctx, n, tryOnly, expired)
-	s.c.metrics.acquisition(ctx, callSemaphore, s.name, start, ok, err)
+	s.c.metrics.acquisition(ctx, kindSemaphore, s.name, start, ok, err)
 	return ok, err
 }
 

@@ -39,12 +39,12 @@ type countDownActor struct {
 	checking  bool      // a check is in flight
 	nextCheck time.Time // the periodic re-check while callers wait
 
-	// The zero messages' barriers: one out at a time; a waiter that
-	// arrives meanwhile waits for the next. lastZero is the number of the
-	// latest zero message heard (see signal.marked).
-	needBarrier bool
-	barrierOut  bool
-	lastZero    int64
+	// The zero messages' barriers: one out at a time, for every waiter
+	// queued when it was sent; a waiter that arrives meanwhile waits for
+	// the next. lastZero is the number of the latest zero message heard
+	// (see signal.marked).
+	barrierOut bool
+	lastZero   int64
 
 	sig   signal
 	subID uint64
@@ -95,7 +95,6 @@ func (a *countDownActor) Receive(ctx actor.Context) {
 		}
 		a.arrivals++
 		a.waiters = append(a.waiters, cdWaiter{m: m, gen: a.arrivals, after: -1})
-		a.needBarrier = true
 	case *messages.Adjust:
 		a.adjusts = append(a.adjusts, m)
 	case *messages.Abandon:
@@ -155,7 +154,6 @@ func (a *countDownActor) onWake(n news) {
 	a.openPast()
 	if n.resync {
 		a.barrierOut = false
-		a.needBarrier = a.needBarrier || a.unbarred()
 	}
 	if n.resync || n.payload != redisio.CountDownZero || a.unbarred() {
 		a.needCheck = true
@@ -172,7 +170,6 @@ func (a *countDownActor) onPassed(m *passed) {
 		}
 	}
 	a.openPast()
-	a.needBarrier = a.needBarrier || a.unbarred()
 }
 
 // openPast releases the waiters that a zero message heard after their
@@ -195,7 +192,7 @@ func (a *countDownActor) unbarred() bool {
 // While the channel is not subscribed yet nothing is sent: its Subscribed
 // event brings the actor back.
 func (a *countDownActor) barrier() {
-	if !a.needBarrier || a.barrierOut || a.subID == 0 || len(a.waiters) == 0 {
+	if a.barrierOut || a.subID == 0 || !a.unbarred() {
 		return
 	}
 	upto, b, sig := a.arrivals, &a.base, &a.sig
@@ -203,7 +200,7 @@ func (a *countDownActor) barrier() {
 		b.post(&passed{upto: upto, seq: sig.seq.Load()})
 	})
 	if err == nil {
-		a.needBarrier, a.barrierOut = false, true
+		a.barrierOut = true
 	}
 }
 
@@ -283,7 +280,7 @@ func (a *countDownActor) tidy() {
 		a.unsubscribe(redisio.CountDownChannel(a.key.Name), a.subID)
 		a.subID = 0
 		a.waiters = nil
-		a.needBarrier, a.barrierOut = false, false // a barrier still out passes unheeded
+		a.barrierOut = false // a barrier still out passes unheeded
 	}
 	if a.quiet() {
 		a.ledger.forget()

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"testing"
-	"time"
 
 	"github.com/lockactor/lockactor/messages"
 	"github.com/lockactor/lockactor/redisio"
@@ -191,13 +190,7 @@ func countErr(err error) act { return func(_ *harness, c *call) { c.count(0, err
 // barrierPasses waits for a barrier on channel and lets it pass.
 func barrierPasses(channel string) step {
 	return func(h *harness) {
-		deadline := time.Now().Add(waitFor)
-		for !h.ps.pong(channel) {
-			if time.Now().After(deadline) {
-				h.t.Fatalf("no barrier on %s", channel)
-			}
-			time.Sleep(ms)
-		}
+		h.poll(waitFor, func() bool { return h.ps.pong(channel) }, "no barrier on %s", channel)
 	}
 }
 

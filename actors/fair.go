@@ -53,10 +53,10 @@ type fairWaiter struct {
 	subID   uint64
 	due     time.Time // next attempt; zero: now
 	backoff backoff   // grows while the script keeps answering "now"
-	// lateWait spaces its attempts after grants that came back past their
-	// lease (see staleMin).
-	lateWait backoff
-	news     uint64 // Wakes so far: an estimate sent before the last one is stale
+	// late spaces its attempts after grants that came back past their
+	// lease.
+	late lateGate
+	news uint64 // Wakes so far: an estimate sent before the last one is stale
 }
 
 // fairCancel is a fair_cancel owed to Redis for an owner no longer waited for.
@@ -238,7 +238,8 @@ func (a *fairActor) runDirect() bool {
 // time has come, with its withdrawn calls dropped; one with none left is
 // forgotten on the way.
 func (a *fairActor) dueWaiter(now time.Time) *fairWaiter {
-	for _, w := range slices.Clone(a.arrived) {
+	for i := 0; i < len(a.arrived); i++ {
+		w := a.arrived[i]
 		if now.Before(w.due) || a.owed.owes(w.owner) {
 			continue // not yet; or its owner owes a release (see owed)
 		}
@@ -246,7 +247,9 @@ func (a *fairActor) dueWaiter(now time.Time) *fairWaiter {
 			w.reqs = w.reqs[1:]
 		}
 		if len(w.reqs) == 0 {
-			a.forget(w)
+			if a.forget(w); i < len(a.arrived) && a.arrived[i] != w {
+				i-- // forget took it out of arrived: the next is at i now
+			}
 			continue
 		}
 		return w

@@ -79,7 +79,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 		} else if a.waiting[w.owner] == w && r.Unsynced {
 			w.due = time.Time{}
 		} else if a.waiting[w.owner] == w {
-			w.due = time.Now().Add(w.lateWait.next(staleMin, staleMax)) // see staleMin
+			w.due = w.late.tooLate()
 		}
 	case ok:
 		a.grant(m, sent)

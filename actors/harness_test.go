@@ -297,13 +297,22 @@ func done(ok bool) act { return func(_ *harness, c *call) { c.flag(ok, nil) } }
 // publish delivers a message on channel (waiting until the actor listens).
 func publish(channel, payload string) step {
 	return func(h *harness) {
-		deadline := time.Now().Add(waitFor)
-		for !h.ps.publish(channel, redisio.Event{Kind: redisio.Message, Payload: payload}) {
-			if time.Now().After(deadline) {
-				h.t.Fatalf("nobody listens on %s", channel)
-			}
-			time.Sleep(ms)
+		h.poll(waitFor, func() bool {
+			return h.ps.publish(channel, redisio.Event{Kind: redisio.Message, Payload: payload})
+		}, "nobody listens on %s", channel)
+	}
+}
+
+// poll tries done every millisecond until it succeeds, failing the test
+// with the message format, args once within has passed.
+func (h *harness) poll(within time.Duration, done func() bool, format string, args ...any) {
+	h.t.Helper()
+	deadline := time.Now().Add(within)
+	for !done() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf(format, args...)
 		}
+		time.Sleep(ms)
 	}
 }
 
@@ -346,13 +355,7 @@ func permits(n int) step {
 // step before waited for: it gets a second to get there.
 func listening(channel string, want bool) step {
 	return func(h *harness) {
-		deadline := time.Now().Add(time.Second)
-		for h.ps.listening(channel) != want {
-			if time.Now().After(deadline) {
-				h.t.Fatalf("subscribed to %s: %v, want %v", channel, !want, want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		h.poll(time.Second, func() bool { return h.ps.listening(channel) == want }, "subscribed to %s: %v, want %v", channel, !want, want)
 	}
 }
 

@@ -392,6 +392,26 @@ const (
 	staleMax = 128 * time.Millisecond
 )
 
+// lateGate holds attempts back after grants given back as stale (see
+// staleMin): none is made before until.
+type lateGate struct {
+	wait  backoff
+	until time.Time
+}
+
+// tooLate closes the gate for the next backoff after a stale grant, and
+// returns when it opens.
+func (g *lateGate) tooLate() time.Time {
+	g.until = time.Now().Add(g.wait.next(staleMin, staleMax))
+	return g.until
+}
+
+// inTime starts the backoff over: a grant came back in time.
+func (g *lateGate) inTime() { g.wait.reset() }
+
+// shut reports whether attempts are held back at now.
+func (g *lateGate) shut(now time.Time) bool { return now.Before(g.until) }
+
 // renewAfter is when a watchdog hold granted by a script sent at sent is
 // first renewed: on the shared period boundary (see arm), or at once when
 // a slow reply has already used up a third of the lease.

@@ -54,10 +54,9 @@ type lockActor struct {
 	// refusal installs its verdict only if none came while it was in
 	// flight (the refusal may predate the release the event announced).
 	news uint64
-	// lateWait spaces the attempts after grants that came back past their
-	// lease (see staleMin): the queue makes none before lateUntil.
-	lateWait  backoff
-	lateUntil time.Time
+	// late spaces the queue's attempts after grants that came back past
+	// their lease.
+	late lateGate
 
 	// Sharing the lock with other processes (see handoffTarget, onWake).
 	others   bool // other connections listen on the channel (true until counted)
@@ -301,7 +300,7 @@ func (a *lockActor) runDirect() bool {
 // surely run out (see owed).
 func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 	head := a.waiters.front()
-	if head == nil || a.owed.owes(head.Owner) || now.Before(a.lateUntil) {
+	if head == nil || a.owed.owes(head.Owner) || a.late.shut(now) {
 		return nil
 	}
 	if !a.verdict.refuses(head, now) {
@@ -356,8 +355,8 @@ func (a *lockActor) settle() {
 			a.subID = a.subscribe(a.scheme.channel(a.key.Name), &a.sig, lockWake)
 		}
 		switch now := time.Now(); {
-		case now.Before(a.lateUntil):
-			next.add(a.lateUntil)
+		case a.late.shut(now):
+			next.add(a.late.until)
 		case a.verdict.until.IsZero() && !a.owed.owes(a.waiters.front().Owner):
 			a.rt.cfg.Logger.Debug("lockactor: waiter without a retry; retrying now", "lock", a.key.Name)
 			next.add(now)

@@ -71,7 +71,7 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 		// token that cannot be trusted.
 		a.takeBack(m, sent, res.token)
 		if !r.Unsynced && !behind {
-			a.tooLate()
+			a.late.tooLate()
 		}
 		switch {
 		case m.TryOnly && r.Unsynced:
@@ -140,19 +140,13 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 	a.verdict = verdict{until: time.Now().Add(ttl), all: a.scheme.exclusive() || m.Mode == messages.Read}
 }
 
-// tooLate holds the queue back after a grant given back because it came
-// back past its lease (see staleMin).
-func (a *lockActor) tooLate() {
-	a.lateUntil = time.Now().Add(a.lateWait.next(staleMin, staleMax))
-}
-
 // grant records a hold taken at sent and tells the caller; if the caller has
 // already gone (or was told of an error), the hold goes straight back.
 func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
 	h := a.granted(k, sent, m.Lease, token)
 	a.spin.reset()
-	a.lateWait.reset()
+	a.late.inTime()
 	// Until this hold ends, other waiters would be refused (readers still
 	// share a read hold).
 	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
@@ -324,7 +318,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 			// queued and tries again.
 			a.takeBack(head, sent, 0)
 			if !r.Unsynced {
-				a.tooLate()
+				a.late.tooLate()
 			}
 			return
 		}

@@ -20,8 +20,8 @@ func holding(rest ...step) []step {
 }
 
 // TestLockActor_Acquire covers the acquire script's replies: in time, past
-// half the lease (stale: given back, issue 17's first finding as it was
-// for acquires), unconfirmed by replicas, and refused by a Redis error.
+// the lease (stale: given back, and retried with backoff), unconfirmed by
+// replicas, and refused by a Redis error.
 func TestLockActor_Acquire(t *testing.T) {
 	run(t, KindLock, []scenario{
 		{name: "TryLock granted in time", steps: []step{

@@ -24,6 +24,7 @@ func newPermitActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 		return &permAttempt{a: a, m: m, queued: queued, news: a.news, sent: time.Now()}
 	}
 	a.giveBack = func(o *owed) request { return &permGiveBack{a: a, o: o} }
+	a.add = rt.io.PermitAdd
 	return a
 }
 
@@ -79,12 +80,12 @@ func (r *permAttempt) apply(rep redisio.Reply) {
 		// case it is still there), and the request tries again after a
 		// backoff (a single attempt reports none free).
 		a.owePermit(m.Owner)
-		a.lateUntil = time.Now().Add(a.lateWait.next(staleMin, staleMax))
+		a.late.tooLate()
 		if !r.queued {
 			m.Req.Answer(messages.Result{})
 		}
 	case granted:
-		a.lateWait.reset()
+		a.late.inTime()
 		if r.queued {
 			a.waiters.remove(m.Req)
 		}
@@ -129,8 +130,7 @@ func (r *permGiveBack) run(op redisio.Op) redisio.Reply {
 func (r *permGiveBack) apply(rep redisio.Reply) {
 	n, err := rep.Int()
 	if err != nil {
-		r.a.redisError(OpRelease, err)
-		r.o.answer(messages.ReleaseResult{Err: err})
+		r.fail(err)
 		r.a.retryGiveBack(r.o, err)
 		return
 	}

@@ -131,8 +131,7 @@ func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
 	o.tries++
 	now := time.Now()
 	switch {
-	case redisio.Final(err):
-		hb.b.rt.cfg.Logger.Warn("lockactor: release refused for good; not retried", "lock", hb.b.key.Name, "owner", o.k.owner, "err", err)
+	case hb.b.refusedForGood(err):
 		o.answer(messages.ReleaseResult{Err: err})
 		return
 	case o.h == nil && err != nil:
@@ -147,4 +146,16 @@ func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
 	}
 	o.later(now, min(owedMax, hb.leaseOf(o.h.lease)/3))
 	q.push(o)
+}
+
+// refusedForGood reports, and logs, a release that Redis refused for good
+// (redisio.Final: the name holds another kind's data, or no number): the
+// owed release is not retried, since a copy sent later could land once the
+// key was freed, and release what nobody holds or mint permits.
+func (b *base) refusedForGood(err error) bool {
+	if !redisio.Final(err) {
+		return false
+	}
+	b.rt.cfg.Logger.Warn("lockactor: release refused for good; not retried", "lock", b.key.Name, "err", err)
+	return true
 }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -35,10 +36,9 @@ type semaphoreActor struct {
 	// news counts Wakes: a refusal sent before the last one may predate
 	// the permits it announced, and sets no verdict.
 	news uint64
-	// lateWait spaces the attempts after permits that came back past their
-	// lease (see staleMin): the head makes none before lateUntil.
-	lateWait  backoff
-	lateUntil time.Time
+	// late spaces the head's attempts after permits that came back past
+	// their lease.
+	late lateGate
 
 	sig   signal
 	subID uint64
@@ -46,9 +46,12 @@ type semaphoreActor struct {
 	// attempt and giveBack build the acquire and the owed release this
 	// actor sends: semAttempt and semGiveBack, or, for a permit semaphore
 	// (KindPermit; permit.go), permAttempt and permGiveBack, which take
-	// and give back one permit named by the request's Owner.
+	// and give back one permit named by the request's Owner. add runs an
+	// AddPermits: the store's SemaphoreAdd, or its PermitAdd, which
+	// publishes as Redisson's permit semaphore does.
 	attempt  func(m *messages.Acquire, queued bool) request
 	giveBack func(o *owed) request
+	add      func(ctx context.Context, op redisio.Op, name string, n int) redisio.Reply
 }
 
 // semVerdict: until when a request for at least permits is known to fail.
@@ -67,6 +70,7 @@ func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 		return &semAttempt{a: a, m: m, queued: queued, news: a.news}
 	}
 	a.giveBack = func(o *owed) request { return &semGiveBack{a: a, o: o} }
+	a.add = rt.io.SemaphoreAdd
 	a.ledger = newLedger(&a.base)
 	a.ledger.stalled = func(err error) {
 		tellStalled(&a.direct, &a.owed, err)
@@ -150,7 +154,7 @@ func (a *semaphoreActor) step(now time.Time) bool {
 		}
 	default:
 		head := a.waiters.front()
-		if head == nil || a.verdict.refuses(head, now) || now.Before(a.lateUntil) {
+		if head == nil || a.verdict.refuses(head, now) || a.late.shut(now) {
 			return false
 		}
 		a.try(head, true)
@@ -171,8 +175,8 @@ func (a *semaphoreActor) settle() {
 		}
 		next.add(a.verdict.until)
 		switch now := time.Now(); {
-		case now.Before(a.lateUntil):
-			next.add(a.lateUntil)
+		case a.late.shut(now):
+			next.add(a.late.until)
 		case a.verdict.until.IsZero():
 			next.add(now)
 		}

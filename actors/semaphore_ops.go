@@ -105,8 +105,7 @@ func (r *semGiveBack) run(op redisio.Op) redisio.Reply {
 
 func (r *semGiveBack) apply(rep redisio.Reply) {
 	if _, err := rep.Int(); err != nil {
-		r.a.redisError(OpRelease, err)
-		r.o.answer(messages.ReleaseResult{Err: err})
+		r.fail(err)
 		r.a.retryGiveBack(r.o, err)
 		return
 	}
@@ -128,12 +127,9 @@ func (r *semGiveBack) notRun(lost error) { r.a.retryGiveBack(r.o, lost) }
 
 // retryGiveBack queues the permits of o to be given back again after a
 // backoff, after an attempt that failed with err; not when Redis refused
-// them for good (redisio.Final: the name holds another kind's data, or no
-// number). Sent again later, such a release could land once an operator
-// deleted the key, and mint permits out of nothing.
+// them for good (see refusedForGood).
 func (a *semaphoreActor) retryGiveBack(o *owed, err error) {
-	if redisio.Final(err) {
-		a.rt.cfg.Logger.Warn("lockactor: release refused for good; not retried", "semaphore", a.key.Name, "err", err)
+	if a.refusedForGood(err) {
 		return
 	}
 	o.later(time.Now(), owedMax)
@@ -157,13 +153,10 @@ type semAdjust struct {
 func (r *semAdjust) keep() time.Duration { return r.a.ledger.keepFor(0) }
 
 func (r *semAdjust) run(op redisio.Op) redisio.Reply {
-	switch {
-	case r.m.SetOnly:
+	if r.m.SetOnly {
 		return r.a.rt.io.SemaphoreSet(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
-	case r.a.key.Kind == KindPermit:
-		return r.a.rt.io.PermitAdd(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
 	}
-	return r.a.rt.io.SemaphoreAdd(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
+	return r.a.add(r.a.rt.ctx, op, r.a.key.Name, r.m.N)
 }
 
 func (r *semAdjust) apply(rep redisio.Reply) {

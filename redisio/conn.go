@@ -136,12 +136,20 @@ func Guard[T any](ctx context.Context, c *Conn, fn func(context.Context) (T, err
 }
 
 // ms renders a duration as the whole milliseconds Redis expects, at least 1.
-func ms(d time.Duration) string {
-	n := (d + time.Millisecond - 1) / time.Millisecond // rounded up: a lease never shrinks
-	if n < 1 {
-		n = 1
+func ms(d time.Duration) string { return strconv.FormatInt(WholeMS(d).Milliseconds(), 10) }
+
+// WholeMS rounds d up to whole milliseconds, at least one, as Redis counts
+// a lease: the lease Redis applies is never shorter than the one asked for,
+// so a caller's account of a lease, kept in the rounded value, is never
+// longer than Redis's.
+func WholeMS(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return time.Millisecond
 	}
-	return strconv.FormatInt(int64(n), 10)
+	if r := d % time.Millisecond; r != 0 {
+		d += time.Millisecond - r
+	}
+	return d
 }
 
 // UnlockResult is what one release did.

@@ -299,10 +299,16 @@ func (p *PubSub) command(ctx context.Context, s *shard, on bool, channel string)
 		err = s.ps.Unsubscribe(ctx, channel)
 	}
 	if err != nil {
-		p.log.Debug("lockactor: pub/sub command failed; reconnecting", "channel", channel, "err", err)
-		_ = s.ps.Close()
+		p.broken(s, channel, err)
 	}
 	return err
+}
+
+// broken drops the connection of s after a command on it (for channel)
+// failed; its loop reconnects.
+func (p *PubSub) broken(s *shard, channel string, err error) {
+	p.log.Debug("lockactor: pub/sub command failed; reconnecting", "channel", channel, "err", err)
+	_ = s.ps.Close()
 }
 
 // Requeue moves this connection to the back of channel's subscriber list
@@ -349,8 +355,7 @@ func (p *PubSub) Barrier(ctx context.Context, channel string, then func()) error
 	s.barriers = append(s.barriers, then)
 	if err := s.ps.Ping(ctx, barrierPayload); err != nil {
 		s.barriers = s.barriers[:len(s.barriers)-1]
-		p.log.Debug("lockactor: pub/sub ping failed; reconnecting", "channel", channel, "err", err)
-		_ = s.ps.Close()
+		p.broken(s, channel, err)
 		return err
 	}
 	return nil

@@ -3,7 +3,7 @@
 // late, in order, and a Write never waits for the line, so a pipelining
 // client keeps pipelining. OnSubscribe delays only what a Redis connection
 // reads once it subscribes: the torture suite's slow pub/sub connections.
-// The benchmarks put a same-zone network between their clients and Redis.
+// Dialer wraps every connection a go-redis client dials.
 //
 // It must never reorder or drop bytes: a delay that shrinks while bytes are
 // in the line makes later bytes wait for the earlier ones.
@@ -11,6 +11,7 @@ package delayline
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -296,6 +297,7 @@ type subConn struct {
 	cur   atomic.Pointer[net.Conn] // raw, then its delay line
 	delay func() time.Duration
 	on    sync.Once
+	moved atomic.Bool // the reads run through the delay line
 }
 
 func (c *subConn) conn() net.Conn { return *c.cur.Load() }
@@ -304,13 +306,32 @@ func (c *subConn) conn() net.Conn { return *c.cur.Load() }
 // line before it goes out: go-redis reads nothing between its writes and
 // the replies they ask for, so no read is in progress on raw then.
 func (c *subConn) Write(p []byte) (int, error) {
-	if bytes.Contains(bytes.ToLower(p), []byte("subscribe\r\n")) {
+	if !c.moved.Load() && subscribes(p) {
 		c.on.Do(func() {
 			line := net.Conn(New(c.raw, Delays{Read: c.delay}))
 			c.cur.Store(&line)
+			c.moved.Store(true)
 		})
 	}
 	return c.conn().Write(p)
+}
+
+// subscribes reports whether p holds a SUBSCRIBE, SSUBSCRIBE or
+// PSUBSCRIBE (go-redis writes them in lower case; redis-cli in upper).
+func subscribes(p []byte) bool {
+	return bytes.Contains(p, []byte("subscribe\r\n")) || bytes.Contains(p, []byte("SUBSCRIBE\r\n"))
+}
+
+// Dialer returns a go-redis Options.Dialer that dials TCP and hands each
+// connection to wrap (New or OnSubscribe with the delays a test wants).
+func Dialer(wrap func(net.Conn) net.Conn) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(conn), nil
+	}
 }
 
 func (c *subConn) Read(p []byte) (int, error)         { return c.conn().Read(p) }

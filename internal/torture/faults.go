@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -107,9 +108,10 @@ type Withheld struct {
 	Reply  string   // the script's reply: an integer, or "nil"
 }
 
-// subLag is an active FaultSubDelay: what the pub/sub connections of one
-// Client (-1: every Client) of the server read arrives d late.
-type subLag struct {
+// lagWindow is an active FaultSubDelay or FaultSlowLink: what the pub/sub
+// connections of one Client (-1: every Client) of the server read arrives
+// d late, or every command that Client sends goes out d late.
+type lagWindow struct {
 	server string
 	client int
 	d      time.Duration
@@ -122,8 +124,8 @@ type Faults struct {
 	active   *window
 	blocked  *block
 	slow     *late
-	subLag   *subLag
-	link     *subLag // an active FaultSlowLink: the Client whose commands go out late, and by how much
+	subLag   *lagWindow // an active FaultSubDelay
+	link     *lagWindow // an active FaultSlowLink
 	counts   [numEffects]int
 	withheld []Withheld
 	runs     []LeaseRun
@@ -218,21 +220,12 @@ func (f *Faults) lateReply(server string, cmds []redis.Cmder) time.Duration {
 
 // scriptArg is ARGV[i] of a script call, as an integer.
 func scriptArg(args []any, i int) (int64, bool) {
-	if len(args) < 3 {
+	s, ok := scriptArgString(args, i)
+	if !ok {
 		return 0, false
 	}
-	var numKeys, v int64
-	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &numKeys); err != nil {
-		return 0, false
-	}
-	at := 3 + int(numKeys) + i - 1
-	if at >= len(args) {
-		return 0, false
-	}
-	if _, err := fmt.Sscan(fmt.Sprint(args[at]), &v); err != nil {
-		return 0, false
-	}
-	return v, true
+	v, err := strconv.ParseInt(s, 10, 64)
+	return v, err == nil
 }
 
 // scriptArgString is ARGV[i] of a script call as sent.
@@ -240,8 +233,8 @@ func scriptArgString(args []any, i int) (string, bool) {
 	if len(args) < 3 {
 		return "", false
 	}
-	var numKeys int
-	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &numKeys); err != nil {
+	numKeys, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil {
 		return "", false
 	}
 	at := 3 + numKeys + i - 1
@@ -293,50 +286,43 @@ func (f *Faults) TakeRuns() []LeaseRun {
 
 // SlowSub starts delaying what the pub/sub connections of p's Client
 // (every Client of p.Server when p.Client is -1) read, by p.Lag.
-func (f *Faults) SlowSub(p Planned) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.subLag = &subLag{server: p.Server, client: p.Client, d: p.Lag}
-}
+func (f *Faults) SlowSub(p Planned) { f.setLag(&f.subLag, &p) }
 
 // UnslowSub ends the pub/sub delay window.
-func (f *Faults) UnslowSub() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.subLag = nil
-}
+func (f *Faults) UnslowSub() { f.setLag(&f.subLag, nil) }
 
 // SlowLink starts delaying every command of p's Client by p.Lag.
-func (f *Faults) SlowLink(p Planned) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.link = &subLag{server: p.Server, client: p.Client, d: p.Lag}
-}
+func (f *Faults) SlowLink(p Planned) { f.setLag(&f.link, &p) }
 
 // UnslowLink ends the slow-link window.
-func (f *Faults) UnslowLink() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.link = nil
-}
+func (f *Faults) UnslowLink() { f.setLag(&f.link, nil) }
 
 // linkDelay is how late a command of server's client goes out now.
 func (f *Faults) linkDelay(server string, client int) time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s := f.link
-	if s == nil || s.server != server || s.client != client {
-		return 0
-	}
-	return s.d
+	return f.lagOf(&f.link, server, client)
 }
 
 // subDelay is how late what server's client reads on a pub/sub connection
 // arrives now.
 func (f *Faults) subDelay(server string, client int) time.Duration {
+	return f.lagOf(&f.subLag, server, client)
+}
+
+// setLag opens the lag window at w for p, or ends it (p nil).
+func (f *Faults) setLag(w **lagWindow, p *Planned) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.subLag
+	*w = nil
+	if p != nil {
+		*w = &lagWindow{server: p.Server, client: p.Client, d: p.Lag}
+	}
+}
+
+// lagOf is how late the window at w makes server's client run now.
+func (f *Faults) lagOf(w **lagWindow, server string, client int) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := *w
 	if s == nil || s.server != server || (s.client >= 0 && s.client != client) {
 		return 0
 	}

@@ -36,6 +36,14 @@ func (r *runner) sleepUntil(t time.Time) bool {
 	}
 }
 
+// window opens a fault window of p at f's start and ends it p.Dur later
+// (or when the run stops).
+func (r *runner) window(f Fault, p Planned, open func(Planned), end func()) {
+	open(p)
+	r.sleepUntil(f.Start.Add(p.Dur))
+	end()
+}
+
 // apply injects one fault and logs it with its real start and end.
 func (r *runner) apply(tb testing.TB, p Planned) {
 	if r.applyTopology(tb, p) {
@@ -46,29 +54,19 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 	switch p.Kind {
 	case FaultHook:
 		f.Detail = fmt.Sprintf("client %d (-1: all), p=%.2f", p.Client, p.Prob)
-		r.faults.Open(p)
-		r.sleepUntil(f.Start.Add(p.Dur))
-		r.faults.Close()
+		r.window(f, p, r.faults.Open, r.faults.Close)
 	case FaultBlock:
 		f.Detail = fmt.Sprintf("client %d (-1: all), %s scripts", p.Client, p.Class)
-		r.faults.Block(p)
-		r.sleepUntil(f.Start.Add(p.Dur))
-		r.faults.Unblock()
+		r.window(f, p, r.faults.Block, r.faults.Unblock)
 	case FaultLate:
-		f.Detail = "replies of hand-offs granting short leases come back after the lease"
-		r.faults.Slow(p)
-		r.sleepUntil(f.Start.Add(p.Dur))
-		r.faults.Unslow()
+		f.Detail = "replies of scripts setting short leases (hand-offs, renewals, permits) come back after the lease"
+		r.window(f, p, r.faults.Slow, r.faults.Unslow)
 	case FaultSubDelay:
 		f.Detail = fmt.Sprintf("client %d (-1: all): pub/sub reads %v late", p.Client, p.Lag)
-		r.faults.SlowSub(p)
-		r.sleepUntil(f.Start.Add(p.Dur))
-		r.faults.UnslowSub()
+		r.window(f, p, r.faults.SlowSub, r.faults.UnslowSub)
 	case FaultSlowLink:
 		f.Detail = fmt.Sprintf("client %d: every command %v late", p.Client, p.Lag)
-		r.faults.SlowLink(p)
-		r.sleepUntil(f.Start.Add(p.Dur))
-		r.faults.UnslowLink()
+		r.window(f, p, r.faults.SlowLink, r.faults.UnslowLink)
 	case FaultScriptFlush:
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		f.Detail = fmt.Sprintf("(err %v)", r.admin[p.Server].ScriptFlush(ctx).Err())

@@ -3,6 +3,7 @@ package torture
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,7 +22,7 @@ func (w *worker) clashStep(p plan) {
 	name := fmt.Sprintf("clash%d.%d", w.rec.g, w.clashes)
 	res := "A/" + name
 	admin := w.r.admin["A"]
-	var l = w.ca.c.Lock(name)
+	l := w.ca.c.Lock(name)
 	var h *openHold
 	if p.shape%2 == 0 {
 		owner := w.r.cfg.OwnerOf(l)
@@ -100,7 +101,6 @@ func refusedForGood(err string) bool {
 
 // isCount reports whether v reads as an integer.
 func isCount(v string) bool {
-	var n int64
-	_, err := fmt.Sscan(v, &n)
-	return err == nil && fmt.Sprint(n) == v
+	_, err := strconv.ParseInt(v, 10, 64)
+	return err == nil
 }
