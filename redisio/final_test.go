@@ -39,6 +39,16 @@ func TestFinal(t *testing.T) {
 		{"a replica after a failover", testRedisError("READONLY You can't write against a read only replica."), false},
 		{"an ACL", testRedisError("NOPERM this user has no permissions to run the 'evalsha' command"), false},
 		{"too many clients", testRedisError("ERR max number of clients reached"), false},
+		// Redis 6 wraps what a script's command met in the script's error:
+		// the wrapped reply decides.
+		{"Redis 6: a script's write on a replica after a failover",
+			testRedisError("ERR Error running script (call to f_8ea4): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica."), false},
+		{"Redis 6: a script's write out of memory",
+			testRedisError("ERR Error running script (call to f_8ea4): @user_script:1: @user_script: 1: -OOM command not allowed when used memory > 'maxmemory'."), false},
+		{"Redis 6: a script's INCRBY on a lock's hash",
+			testRedisError("ERR Error running script (call to f_8ea4): @user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value"), true},
+		{"Redis 6: a script's bug",
+			testRedisError("ERR Error running script (call to f_8ea4): @user_script:5: user_script:5: attempt to compare nil with number"), true},
 	}
 	for _, tc := range tests {
 		if tc.name != "no error" && tc.err == nil {

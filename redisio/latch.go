@@ -100,13 +100,24 @@ func Unknown(err error) bool {
 // error raised while a script ran (it found data it cannot read). Every
 // other error may pass (a broken connection, a server loading, busy, out
 // of memory or read-only during a failover, a refused ACL): those are worth
-// retrying.
+// retrying, also where Redis 6 wraps them in a script's error.
 func Final(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return false
 	}
-	msg := re.Error()
+	return finalReply(re.Error())
+}
+
+// finalReply is Final for the text of an error reply. Redis 6 reports an
+// error a script's command met before it ran (READONLY, OOM, ...) as
+// "ERR Error running script (call to f_<sha>): @user_script:1:
+// @user_script: 1: -READONLY You can't write...": the wrapped reply, after
+// the last ": -", decides.
+func finalReply(msg string) bool {
+	if i := strings.LastIndex(msg, ": -"); i >= 0 {
+		return finalReply(msg[i+len(": -"):])
+	}
 	switch {
 	case strings.HasPrefix(msg, "WRONGTYPE"):
 		return true
