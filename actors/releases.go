@@ -156,6 +156,11 @@ func (b *base) refusedForGood(err error) bool {
 	if !redisio.Final(err) {
 		return false
 	}
-	b.rt.cfg.Logger.Warn("lockactor: release refused for good; not retried", "lock", b.key.Name, "err", err)
+	b.rt.cfg.Logger.Warn(LogRefusedForGood, "lock", b.key.Name, "err", err)
 	return true
 }
+
+// LogRefusedForGood is the message of the Warn record logged when Redis
+// refused a release for good and it is not sent again (see
+// redisio.Final); its attributes are lock (the name) and err.
+const LogRefusedForGood = "lockactor: release refused for good; not retried"

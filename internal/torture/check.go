@@ -61,6 +61,7 @@ const (
 	VStale     = "stale-grant"
 	VFairOrder = "fair-order"
 	VClash     = "refused-release-resent"
+	VDropped   = "release-dropped"
 )
 
 // Violation is one thing the checker found wrong.

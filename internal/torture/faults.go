@@ -36,6 +36,7 @@ type block struct {
 	class  string
 	from   time.Time
 	rng    *rand.Rand
+	err    error // what the window answers (see refusals)
 }
 
 // A settlement block loses, during its first blockLoseFor, the reply of a
@@ -129,6 +130,7 @@ type Faults struct {
 	counts   [numEffects]int
 	withheld []Withheld
 	runs     []LeaseRun
+	clashes  []clashSend
 }
 
 // Block starts refusing the commands p.Class names from p's Client (every
@@ -136,7 +138,7 @@ type Faults struct {
 func (f *Faults) Block(p Planned) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.blocked = &block{server: p.Server, client: p.Client, class: p.Class, from: time.Now(), rng: rand.New(rand.NewPCG(p.Seed, 2))}
+	f.blocked = &block{server: p.Server, client: p.Client, class: p.Class, from: time.Now(), rng: rand.New(rand.NewPCG(p.Seed, 2)), err: refusalOf(p)}
 }
 
 // Unblock ends the block window.
@@ -188,6 +190,17 @@ func (f *Faults) blocks(server string, client int, cmds []redis.Cmder) Effect {
 		return EffectLoseReply
 	}
 	return EffectNone
+}
+
+// blockRefusal is what the block window answers a command it refuses
+// (ErrRefused once the window has ended).
+func (f *Faults) blockRefusal() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.blocked == nil {
+		return ErrRefused
+	}
+	return f.blocked.err
 }
 
 // lateReply is how late the reply of cmds of server comes back: 0 unless
@@ -350,6 +363,38 @@ func (f *Faults) withhold(server, client string, cmds []redis.Cmder) {
 		f.withheld = append(f.withheld, w)
 		f.mu.Unlock()
 	}
+}
+
+// clashSend is a release script the hook saw go out to a kind-clash step's
+// name (see clashStep), and when.
+type clashSend struct {
+	t   time.Time
+	res string // "<server>/<name>"
+	sha string // the script's
+}
+
+// noteClashSends records the release scripts among cmds of server that go
+// out to a kind-clash step's name.
+func (f *Faults) noteClashSends(server string, cmds []redis.Cmder) {
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		if len(args) < 4 || classOf(args) != ClassRelease {
+			continue
+		}
+		if key := fmt.Sprint(args[3]); strings.HasPrefix(key, clashPrefix) {
+			sha, _ := scriptSHA(args)
+			f.mu.Lock()
+			f.clashes = append(f.clashes, clashSend{t: time.Now(), res: server + "/" + key, sha: sha})
+			f.mu.Unlock()
+		}
+	}
+}
+
+// clashSends returns the release scripts sent to kind-clash names so far.
+func (f *Faults) clashSends() []clashSend {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]clashSend(nil), f.clashes...)
 }
 
 // Withheld returns the release replies the hook withheld.

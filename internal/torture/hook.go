@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"time"
 
@@ -20,6 +21,37 @@ var (
 	ErrRefused   = errors.New("torture: command refused by the fault hook (never sent)")
 	ErrReplyLost = errors.New("torture: reply lost by the fault hook (the command ran)")
 )
+
+// serverRefusal is an error reply of a server that did not run the command
+// and may run it later (see refusals).
+type serverRefusal string
+
+func (e serverRefusal) Error() string { return string(e) }
+
+// RedisError makes it a server's reply to go-redis and the library (a
+// redis.Error): the command surely did not run.
+func (serverRefusal) RedisError() {}
+
+// refusals are what a FaultBlock window answers, one per window: the
+// hook's own ErrRefused (the library cannot tell whether the command ran),
+// or a reply a real server sends for a command it did not run while it is
+// read-only after a failover, out of memory, busy or loading, as Redis 7
+// words it and as Redis 6 wraps it in a script's error. Whatever the words,
+// a release so refused must be retried, never dropped as refused for good.
+var refusals = []error{
+	ErrRefused,
+	serverRefusal("READONLY You can't write against a read only replica."),
+	serverRefusal("ERR Error running script (call to f_0): @user_script:1: @user_script: 1: -READONLY You can't write against a read only replica."),
+	serverRefusal("OOM command not allowed when used memory > 'maxmemory'."),
+	serverRefusal("ERR Error running script (call to f_0): @user_script:1: @user_script: 1: -OOM command not allowed when used memory > 'maxmemory'."),
+	serverRefusal("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSCRIPT."),
+	serverRefusal("LOADING Redis is loading the dataset in memory"),
+}
+
+// refusalOf is the refusal of block window p (drawn from its seed).
+func refusalOf(p Planned) error {
+	return refusals[rand.New(rand.NewPCG(p.Seed, 4)).IntN(len(refusals))]
+}
 
 // Effect is what the hook did to one command.
 type Effect uint8
@@ -120,9 +152,14 @@ func (h *Hook) fault(cmds []redis.Cmder, send func() error) error {
 		}
 		return err
 	}
+	if e != EffectRefuse && e != EffectBlock {
+		h.Faults.noteClashSends(h.Server, cmds)
+	}
 	switch e {
-	case EffectRefuse, EffectBlock:
+	case EffectRefuse:
 		return fail(ErrRefused)
+	case EffectBlock:
+		return fail(h.Faults.blockRefusal())
 	case EffectLoseReply:
 		_ = send()
 		h.Faults.ran(h.Server, cmds, true)

@@ -56,7 +56,7 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		f.Detail = fmt.Sprintf("client %d (-1: all), p=%.2f", p.Client, p.Prob)
 		r.window(f, p, r.faults.Open, r.faults.Close)
 	case FaultBlock:
-		f.Detail = fmt.Sprintf("client %d (-1: all), %s scripts", p.Client, p.Class)
+		f.Detail = fmt.Sprintf("client %d (-1: all), %s scripts, answered %q", p.Client, p.Class, refusalOf(p))
 		r.window(f, p, r.faults.Block, r.faults.Unblock)
 	case FaultLate:
 		f.Detail = "replies of scripts setting short leases (hand-offs, renewals, permits) come back after the lease"

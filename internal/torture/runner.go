@@ -3,6 +3,7 @@ package torture
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -279,7 +280,7 @@ func (r *runner) connectClients(where string, opts []lockactor.Option, newClient
 			if s.server == "A" && i == s.n-1 {
 				wd = shortWatchdog
 			}
-			all := append(append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd)}, opts...), r.cfg.Options...)
+			all := append(append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd), lockactor.WithLogger(slog.New(dropWatch{r}))}, opts...), r.cfg.Options...)
 			if s.server == "A" && i == 0 {
 				// Its SpinLocks publish nothing (the quiet release path);
 				// the shared names' waiters of other kinds then wait for
