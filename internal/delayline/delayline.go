@@ -95,18 +95,18 @@ func (l *line) signal() {
 
 // take copies what is due into p: n > 0, or the line's error once empty,
 // or how long until the head is due (wait < 0: nothing is queued).
-func (l *line) take(p []byte, now time.Time) (n int, err error, wait time.Duration) {
+func (l *line) take(p []byte, now time.Time) (n int, wait time.Duration, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.q) == 0 {
 		if l.err != nil {
-			return 0, l.err, 0
+			return 0, 0, l.err
 		}
-		return 0, nil, -1
+		return 0, -1, nil
 	}
 	h := &l.q[0]
 	if now.Before(h.due) {
-		return 0, nil, h.due.Sub(now)
+		return 0, h.due.Sub(now), nil
 	}
 	n = copy(p, h.data)
 	h.data = h.data[n:]
@@ -114,7 +114,7 @@ func (l *line) take(p []byte, now time.Time) (n int, err error, wait time.Durati
 		l.q[0] = chunk{}
 		l.q = l.q[1:]
 	}
-	return n, nil, 0
+	return n, 0, nil
 }
 
 // New wraps c. With d.Read set, a goroutine reads c for as long as it is
@@ -152,7 +152,7 @@ func (c *Conn) pumpIn() {
 func (c *Conn) pumpOut() {
 	buf := make([]byte, 32<<10)
 	for {
-		n, err, wait := c.out.take(buf, time.Now())
+		n, wait, err := c.out.take(buf, time.Now())
 		switch {
 		case err != nil:
 			return
@@ -185,7 +185,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 	for {
 		now := time.Now()
-		n, err, wait := c.in.take(p, now)
+		n, wait, err := c.in.take(p, now)
 		if n > 0 || err != nil {
 			return n, err
 		}
