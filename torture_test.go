@@ -19,7 +19,7 @@ import (
 // injected, then a checker over the whole event log. It is meant to find
 // bugs; see internal/torture's documentation for what it checks.
 //
-//	LOCKACTOR_TORTURE=10m        length of each subtest (default: fixed 25s, random 15s)
+//	LOCKACTOR_TORTURE=10m        length of each run (default: fixed 25s, random 15s); give go test a -timeout to match
 //	LOCKACTOR_TORTURE_SEED=1234  run only that seed (replay)
 //	LOCKACTOR_TORTURE_DUMP=DIR   write each run's event log to DIR/torture-<seed>.log
 const (
@@ -71,8 +71,19 @@ func tortureLength(t *testing.T, def time.Duration) time.Duration {
 	if err != nil || d <= 0 {
 		t.Fatalf("%s=%q: want a positive duration such as 10m (%v)", tortureEnv, v, err)
 	}
+	// go test's -timeout (10m unless given) covers every run of the
+	// package: say so now rather than panic in the middle of a run.
+	if deadline, ok := t.Deadline(); ok && time.Until(deadline) < d+tortureMargin {
+		t.Fatalf("%s=%v: a run takes %v (and a minute or two to check), but go test's -timeout ends in %v; "+
+			"give -timeout: %v per run plus a few minutes (-run TestTorture has six runs)",
+			tortureEnv, d, d, time.Until(deadline).Round(time.Second), d)
+	}
 	return d
 }
+
+// tortureMargin is what a run takes beyond its length: starting servers,
+// settling, the end-of-run checks.
+const tortureMargin = 2 * time.Minute
 
 // tortureSeed is LOCKACTOR_TORTURE_SEED's seed; false when it is unset.
 func tortureSeed(t *testing.T) (int64, bool) {
