@@ -283,8 +283,16 @@ func TestMetricsLockNames(t *testing.T) {
 	if err := l.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	ml := lockactor.NewMultiLock(c.Lock(name+"-a"), c.Lock(name+"-b"))
+	if err := ml.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ml.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	final := collect(t, reader)
 	lockName := attribute.String("lock.name", name)
+	groupName := attribute.String("lock.name", "multilock["+name+"-a,"+name+"-b]")
 	for _, tc := range []struct {
 		metric string
 		from   map[string]metricdata.Metrics
@@ -294,6 +302,8 @@ func TestMetricsLockNames(t *testing.T) {
 		{"lockactor.wait.duration", final, []attribute.KeyValue{kind("lock"), outcome("acquired"), lockName}},
 		{"lockactor.hold.duration", final, []attribute.KeyValue{kind("lock"), lockName}},
 		{"lockactor.actors", held, []attribute.KeyValue{kind("lock"), lockName}},
+		{"lockactor.acquisitions", final, []attribute.KeyValue{kind("multilock"), outcome("acquired"), groupName}},
+		{"lockactor.hold.duration", final, []attribute.KeyValue{kind("multilock"), groupName}},
 	} {
 		if !pointOf(tc.from[tc.metric], tc.attrs...).found {
 			t.Errorf("%s has no point with lock.name; have %v", tc.metric, attributeSets(tc.from[tc.metric]))

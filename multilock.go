@@ -28,6 +28,7 @@ type group struct {
 	locks []*Lock
 	what  kind   // kindMulti or kindRed, in errors and metrics
 	name  string // for errors: the member names
+	label string // lock.name in the metrics: redlock[a,b,c]
 	err   error  // a construction error, returned by every call
 	key   actors.Key
 	g     actors.Group
@@ -67,6 +68,7 @@ func newGroup(kind kind, locks []*Lock) group {
 		}
 	}
 	gr.name = strings.Join(names, ",")
+	gr.label = kind.String() + "[" + gr.name + "]"
 	if len(locks) == 0 {
 		gr.err = fmt.Errorf("%w: %s with no locks", ErrInvalidArgument, kind)
 	}
@@ -113,7 +115,7 @@ func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (
 	}
 	start := time.Now()
 	ok, err := gr.ask(ctx, opts, tryOnly)
-	gr.home().metrics.acquisition(ctx, gr.what, gr.name, start, ok, err)
+	gr.home().metrics.acquisition(ctx, gr.what, gr.label, start, ok, err)
 	if ok {
 		gr.since.swap(time.Now())
 	}
@@ -176,7 +178,7 @@ func (gr *group) Unlock(ctx context.Context) error {
 	called := time.Now()
 	res, err := awaitRelease(ctx, gr.send, gr.home().done, &messages.Release{})
 	if err == nil && !res.NotHeld {
-		gr.home().metrics.held(ctx, gr.what, gr.name, gr.since.swap(time.Time{}), called)
+		gr.home().metrics.held(ctx, gr.what, gr.label, gr.since.swap(time.Time{}), called)
 	}
 	switch {
 	case err != nil:
