@@ -45,9 +45,21 @@ var (
 	_ func(time.Duration) lockactor.LockOption = lockactor.WithLease
 	_ func(time.Duration) lockactor.LockOption = lockactor.WithWait
 
-	_ lockactor.Locker = (*lockactor.Lock)(nil)
-	_ lockactor.Locker = (*lockactor.MultiLock)(nil)
-	_ lockactor.Locker = (*lockactor.RedLock)(nil)
+	_ lockactor.Locker                       = (*lockactor.Lock)(nil)
+	_ lockactor.Locker                       = (*lockactor.Mutex)(nil)
+	_ lockactor.Locker                       = (*lockactor.MultiLock)(nil)
+	_ lockactor.Locker                       = (*lockactor.RedLock)(nil)
+	_ func(lockactor.Locker) <-chan struct{} = lockactor.Locker.Lost
+
+	_ func(*lockactor.Client, string) *lockactor.Mutex                               = (*lockactor.Client).Mutex
+	_ func(*lockactor.Mutex) string                                                  = (*lockactor.Mutex).Name
+	_ func(*lockactor.Mutex, context.Context, ...lockactor.LockOption) error         = (*lockactor.Mutex).Lock
+	_ func(*lockactor.Mutex, context.Context, ...lockactor.LockOption) (bool, error) = (*lockactor.Mutex).TryLock
+	_ func(*lockactor.Mutex, context.Context) error                                  = (*lockactor.Mutex).Unlock
+	_ func(*lockactor.Mutex) <-chan struct{}                                         = (*lockactor.Mutex).Lost
+	_ func(*lockactor.Mutex, context.Context, time.Duration) error                   = (*lockactor.Mutex).Extend
+	_ func(*lockactor.MultiLock) <-chan struct{}                                     = (*lockactor.MultiLock).Lost
+	_ func(*lockactor.RedLock) <-chan struct{}                                       = (*lockactor.RedLock).Lost
 
 	_ func(*lockactor.Lock) string                                                  = (*lockactor.Lock).Name
 	_ func(*lockactor.Lock, context.Context, ...lockactor.LockOption) error         = (*lockactor.Lock).Lock
@@ -93,7 +105,8 @@ var (
 
 	_ error = &lockactor.MemberError{Name: "", Err: nil}
 
-	_ = []error{lockactor.ErrNotHeld, lockactor.ErrClosed, lockactor.ErrInvalidArgument, lockactor.ErrNoQuorum, lockactor.ErrNotReplicated}
+	_ = []error{lockactor.ErrNotHeld, lockactor.ErrClosed, lockactor.ErrInvalidArgument, lockactor.ErrNoQuorum, lockactor.ErrNotReplicated,
+		lockactor.ErrReleasePending}
 )
 
 // apiGolden is the package's exported API as `go doc -all` prints it.

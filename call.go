@@ -2,6 +2,8 @@ package lockactor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/lockactor/lockactor/actors"
@@ -17,8 +19,36 @@ import (
 // did get it in time) and handed to giveBack when ctx ended (the caller must
 // hold nothing).
 func (c *Client) await(ctx context.Context, key actors.Key, m *messages.Acquire, expired <-chan time.Time, giveBack func()) (messages.Result, error) {
+	start := time.Now()
+	if err := c.reachable(ctx); err != nil {
+		return messages.Result{}, err
+	}
 	send := func(msg any) error { return c.rt.Send(key, msg) }
-	return await(ctx, send, c.done, m, expired, giveBack)
+	res, err := await(ctx, send, c.done, m, expired, giveBack)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		err = c.ctxErr(ctx, start)
+	}
+	return res, err
+}
+
+// reachable checks, when the Client has not heard from Redis since its last
+// failure (or ever), that Redis can be reached, with one PING that is not
+// retried: an unreachable Redis fails the call at once, naming why, rather
+// than after go-redis's retries or, to a waiting caller, never.
+func (c *Client) reachable(ctx context.Context) error {
+	if io := c.rt.IO(); io != nil {
+		return io.Reachable(ctx)
+	}
+	return nil
+}
+
+// ctxErr is ctx's error for a call that began at start, naming the last
+// Redis error if Redis could not be reached meanwhile (redisio.CtxErr).
+func (c *Client) ctxErr(ctx context.Context, start time.Time) error {
+	if io := c.rt.IO(); io != nil {
+		return io.CtxErr(ctx, start)
+	}
+	return ctx.Err()
 }
 
 // await is Client.await for any destination: send delivers to the actor,
@@ -53,6 +83,18 @@ func await(ctx context.Context, send func(any) error, done <-chan struct{}, m *m
 	return res, nil
 }
 
+// release sends m to key's actor and waits for its answer (awaitRelease); a
+// wait that ctx ended names the last Redis error if Redis could not be
+// reached meanwhile.
+func (c *Client) release(ctx context.Context, send func(any) error, m *messages.Release) (messages.ReleaseResult, error) {
+	start := time.Now()
+	res, err := awaitRelease(ctx, send, c.done, m)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		err = c.ctxErr(ctx, start)
+	}
+	return res, err
+}
+
 // awaitRelease sends a Release that carries its own reply channel and waits
 // for the answer, for ctx to end or for Close. Errors come back unwrapped
 // (the caller adds the name).
@@ -77,6 +119,26 @@ func awaitReply[R any](ctx context.Context, send func(any) error, done <-chan st
 	case <-done:
 		return zero, ErrClosed
 	}
+}
+
+// releaseErr is what a release call returns for the actor's answer res,
+// or for err, what ended the wait (ErrClosed, or the ctx's error): nil, or
+// an error naming k and name. An error while the release goes on in the
+// background also matches ErrReleasePending.
+func releaseErr(k kind, name string, res messages.ReleaseResult, err error) error {
+	switch {
+	case errors.Is(err, ErrClosed):
+		return k.err(name, err)
+	case err != nil:
+		return k.err(name, fmt.Errorf("%w: %w", ErrReleasePending, err))
+	case res.Err != nil && res.Pending:
+		return k.err(name, fmt.Errorf("%w: %w", ErrReleasePending, res.Err))
+	case res.Err != nil:
+		return k.err(name, res.Err)
+	case res.NotHeld:
+		return k.err(name, ErrNotHeld)
+	}
+	return nil
 }
 
 // guarded runs fn on the Client's Redis connection, returning when ctx ends

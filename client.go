@@ -1,12 +1,3 @@
-// Package lockactor gives Go services Redisson's distributed locks on Redis,
-// run by an embedded actor runtime: one actor per lock name per Client owns
-// the waiter queue, the pub/sub subscription and the watchdog, and caller
-// goroutines talk to it by message.
-//
-// The data path is: caller -> *Lock handle (this package) -> lock actor
-// (package actors) -> package redisio -> Redis, and back through pub/sub.
-// Locks are stored in Redisson's layout, so Java Redisson clients on the same
-// Redis exclude and wake lockactor clients and the other way round.
 package lockactor
 
 import (
@@ -173,8 +164,9 @@ func (c *Client) newOwner() string {
 }
 
 // Lock returns a handle on the reentrant lock name (RedissonLock). The handle
-// is one owner: see the type's documentation. An empty name surfaces as
-// ErrInvalidArgument from the handle's first call.
+// is one owner, reentrant: see the type's documentation, and Mutex for a
+// lock that goroutines share. An empty name surfaces as ErrInvalidArgument
+// from the handle's first call.
 func (c *Client) Lock(name string) *Lock {
 	return c.newLock(actors.KindLock, name)
 }

@@ -33,6 +33,15 @@ var (
 	// ruled the quorum out, by Unlock when too few members confirmed their
 	// release. It carries a *MemberError for each member that failed.
 	ErrNoQuorum = errors.New("lockactor: no quorum")
+	// ErrReleasePending is returned by Unlock, and by a Semaphore's or
+	// PermitSemaphore's Release, when the hold (or permits) was given up
+	// but Redis has not confirmed the release yet: the ctx ended first, or
+	// Redis failed twice. The runtime goes on releasing in the background,
+	// until Redis confirms or (for a lock) the lease has run out; do not
+	// release again. The error also matches the ctx's error or wraps
+	// Redis's: `defer l.Unlock(ctx)` after a job whose ctx timed out may
+	// log it, or ignore it with errors.Is(err, ErrReleasePending).
+	ErrReleasePending = errors.New("lockactor: release pending")
 	// ErrNotReplicated is returned by TryLock and TryAcquire when a grant
 	// that too few replicas acknowledged was undone (WithReplicaSync); Lock
 	// and Acquire keep trying instead. The error says why: how many
@@ -47,7 +56,7 @@ const maxNameInError = 128
 // kindNouns name the kinds in errors: an error's message starts with the
 // noun and the name, `semaphore "jobs": ...`.
 var kindNouns = [numKinds]string{"lock", "fair lock", "fenced lock", "read lock", "write lock", "semaphore", "permit semaphore",
-	"multilock", "redlock", "count-down latch", "spin lock"}
+	"multilock", "redlock", "count-down latch", "spin lock", "mutex"}
 
 // String is the kind's noun in errors.
 func (k kind) String() string { return kindNouns[k] }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/lockactor/lockactor"
@@ -12,6 +13,30 @@ import (
 // The short examples below are README.md's Usage: one per kind of lock,
 // each taking it and giving it back. example_test.go has longer ones that
 // show what each kind promises (docs/USAGE.md shows those).
+
+// A Mutex is shared by goroutines the way a sync.Mutex is: one of them
+// holds it at a time, in every process, and any may unlock it.
+func Example_mutex() {
+	client, stop := newExampleClient()
+	defer stop()
+	ctx := context.Background()
+	// Shown from here.
+	mu := client.Mutex("invoices") // one for every goroutine, like a sync.Mutex field
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := mu.Lock(ctx); err != nil { // one goroutine at a time past here
+				log.Fatal(err)
+			}
+			defer mu.Unlock(ctx)
+		}()
+	}
+	wg.Wait()
+	fmt.Println("three goroutines, one at a time")
+	// Output: three goroutines, one at a time
+}
 
 // A Lock is reentrant and renewed by the watchdog until Unlock. TryLock
 // gives up after WithWait; WithLease sets a fixed lease instead of the

@@ -387,6 +387,7 @@ func TestForceUnlockWakesLocalWaiter(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	lost := holder.Lost() // this hold's: after Unlock, Lost is the next hold's
 	woke := wakeAfter(t, func() error { return waiter.Lock(ctx) }, func() error {
 		ok, err := c.Lock("forced").ForceUnlock(ctx)
 		if !ok || err != nil {
@@ -401,7 +402,7 @@ func TestForceUnlockWakesLocalWaiter(t *testing.T) {
 		t.Fatalf("forced-out holder's Unlock = %v, want ErrNotHeld", err)
 	}
 	select {
-	case <-holder.Lost():
+	case <-lost:
 	default:
 		t.Fatal("forced-out holder's Lost is open")
 	}

@@ -2,6 +2,7 @@ package lockactor
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -10,30 +11,37 @@ import (
 	"github.com/lockactor/lockactor/redisio"
 )
 
-// Locker is implemented by *Lock, *MultiLock and *RedLock.
+// Locker is implemented by *Lock, *Mutex, *MultiLock and *RedLock.
 type Locker interface {
 	Lock(ctx context.Context, opts ...LockOption) error
 	TryLock(ctx context.Context, opts ...LockOption) (bool, error)
 	Unlock(ctx context.Context) error
+	// Lost is closed when the current hold ends before its Unlock (see
+	// Lock.Lost); a MultiLock's closes when any member's does, a RedLock's
+	// when fewer than a majority still hold or its validity is spent.
+	Lost() <-chan struct{}
 }
 
 var _ Locker = (*Lock)(nil)
 
-// A Lock handle is one owner. Reentrancy is per handle: the same handle may
-// lock again and must unlock as many times. Two handles for the same name
-// (from one Client or several) exclude each other. A handle is safe for
-// concurrent use, but concurrent goroutines sharing one handle share one
-// ownership, exactly like Java threads sharing a thread id would; give each
-// goroutine its own handle for mutual exclusion.
+// A Lock handle is one owner, as a Java thread is in Redisson. Reentrancy
+// is per handle: the same handle may lock again and must unlock as many
+// times. Two handles for the same name (from one Client or several)
+// exclude each other. A handle is safe for concurrent use, but goroutines
+// sharing one handle share one ownership and do not exclude each other:
+// give each goroutine its own handle, or share a Mutex, which is made for
+// that.
 type Lock struct {
 	c     *Client
 	name  string
 	key   actors.Key
 	owner string        // "<clientUUID>:<handleID>", the hash field in Redis
 	mode  messages.Mode // which view of a ReadWriteLock; Exclusive otherwise
+	mutex bool          // a Mutex's handle: errors and metrics say "mutex" (see what)
 
+	box   lostBox // what Lost returns
 	mu    sync.Mutex
-	lost  chan struct{}
+	holds int       // grants not yet given up by an Unlock (reentrant holds count each)
 	token uint64    // fencing token of the current hold; 0 when not held
 	since time.Time // when the current hold was granted from zero holds (lockactor.hold.duration)
 }
@@ -41,20 +49,25 @@ type Lock struct {
 // Name is the lock's name, the Redis key of its hash.
 func (l *Lock) Name() string { return l.name }
 
-// Lock waits until the lock is acquired or ctx is done (WithWait is ignored);
-// then it returns an error that matches ctx.Err() and holds nothing (a grant
-// that raced with the cancellation is given back). Close makes it return
-// ErrClosed. A Redis error is returned wrapped; it never means "not
-// acquired".
+// Lock waits until the lock is acquired or ctx is done; then it returns an
+// error that matches ctx.Err() and holds nothing (a grant that raced with
+// the cancellation is given back). Close makes it return ErrClosed. A
+// Redis error is returned wrapped; it never means "not acquired". WithWait
+// is ErrInvalidArgument: bound the wait with ctx, or use TryLock.
 func (l *Lock) Lock(ctx context.Context, opts ...LockOption) error {
 	o, err := l.begin(ctx, opts)
 	if err != nil {
 		return err
 	}
-	o.wait = 0 // Lock ignores WithWait: a FairLock would queue with it as its timeout
+	if o.wait != 0 {
+		return l.what().invalid(l.name, waitOnLock)
+	}
 	_, err = l.acquire(ctx, o, false, nil)
 	return err
 }
+
+// waitOnLock is the ErrInvalidArgument text for WithWait given to Lock.
+const waitOnLock = "WithWait is for TryLock; Lock waits until it holds or its ctx ends"
 
 // TryLock makes one attempt, or with WithWait waits up to that long; (false,
 // nil) when the lock was not acquired. If ctx ends first the error matches
@@ -87,16 +100,20 @@ func (l *Lock) begin(ctx context.Context, opts []LockOption) (lockOptions, error
 
 // check rejects calls that must not reach Redis: nil ctx, empty name, closed
 // Client.
-func (l *Lock) check(ctx context.Context) error {
+func (l *Lock) check(ctx context.Context) error { return checkLock(ctx, l.c, l.what(), l.name) }
+
+// checkLock rejects a call on the lock name of c that must not reach
+// Redis.
+func checkLock(ctx context.Context, c *Client, k kind, name string) error {
 	switch {
 	case ctx == nil:
-		return l.what().invalid(l.name, "nil context")
-	case l.name == "":
-		return l.what().invalid(l.name, "empty lock name")
-	case l.c.cluster && !slotSafe(l.name):
-		return l.what().invalid(l.name, slotProblem)
-	case l.c.closed():
-		return l.what().closed(l.name)
+		return k.invalid(name, "nil context")
+	case name == "":
+		return k.invalid(name, "empty lock name")
+	case c.cluster && !slotSafe(name):
+		return k.invalid(name, slotProblem)
+	case c.closed():
+		return k.closed(name)
 	}
 	return nil
 }
@@ -114,7 +131,8 @@ func (l *Lock) acquire(ctx context.Context, o lockOptions, tryOnly bool, expired
 
 // ask is acquire without the metrics.
 func (l *Lock) ask(ctx context.Context, o lockOptions, tryOnly bool, expired <-chan time.Time) (bool, error) {
-	m := &messages.Acquire{Owner: l.owner, Mode: l.mode, Lease: o.lease, Wait: o.wait, TryOnly: tryOnly, Req: messages.NewRequest()}
+	m := &messages.Acquire{Owner: l.owner, Mode: l.mode, Lease: o.lease, Wait: o.wait, TryOnly: tryOnly, Req: messages.NewRequest(),
+		Lost: l.box.forNext()}
 	res, err := l.c.await(ctx, l.key, m, expired, func() {
 		_ = l.c.rt.Send(l.key, &messages.Release{Owner: l.owner, Mode: l.mode})
 	})
@@ -126,45 +144,78 @@ func (l *Lock) ask(ctx context.Context, o lockOptions, tryOnly bool, expired <-c
 	case res.Upgrade:
 		return false, l.what().invalid(l.name, "read-to-write upgrade: this owner holds read holds, and the write lock would wait for itself")
 	case res.Granted:
-		l.mu.Lock()
-		if res.Lost != l.lost { // a fresh Lost channel: a hold from zero
-			l.since = time.Now()
-		}
-		l.lost, l.token = res.Lost, res.Token
-		l.mu.Unlock()
+		l.granted(res.Lost, res.Token)
 		return true, nil
 	}
 	return false, nil
 }
 
+// granted records a grant to this handle (its own, or a group's).
+func (l *Lock) granted(lost chan struct{}, token uint64) {
+	fresh := l.box.held(lost)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fresh {
+		l.since, l.holds = time.Now(), 0
+	}
+	l.holds++
+	l.token = token
+}
+
+// givingUp records an Unlock that goes to the actor: false when the handle
+// holds nothing to give up (nothing is sent then).
+func (l *Lock) givingUp() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holds == 0 {
+		return false
+	}
+	l.holds--
+	if l.holds == 0 {
+		l.box.free()
+	}
+	return true
+}
+
+// heldNothing records that Redis holds nothing for this handle.
+func (l *Lock) heldNothing() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holds = 0
+	l.box.free()
+}
+
 // Unlock releases one hold. ErrNotHeld if this handle does not hold the lock
-// (never held, already fully released, or the lease expired and someone else
-// may hold it).
+// (never held or already fully released, which it knows without asking
+// Redis, or the lease expired and someone else may hold it).
 //
 // The hold is given up when Unlock is called, whatever follows: the watchdog
-// stops renewing it at once. If Unlock returns any other error (Redis did not
-// confirm, or ctx ended first), the runtime keeps telling Redis in the
-// background until Redis confirms or the hold's lease has run out, and
-// Redis applies the release at most once; Lost closes if the hold turns out
-// to have been lost meanwhile. Do not call Unlock again for that hold.
-// Unlock does not wait for an outage to end: when a retry fails too, it
-// returns Redis's error while the release goes on. While a release is owed,
-// this handle's next Lock or TryLock waits for it (a release that reached
-// Redis after a newer grant to the same handle would free that grant).
+// stops renewing it at once. When Unlock returns an error matching
+// ErrReleasePending (ctx ended before Redis confirmed, or Redis failed
+// twice; the error also matches the ctx's, or wraps Redis's), the runtime
+// keeps telling Redis in the background until Redis confirms or the hold's
+// lease has run out, and Redis applies the release at most once; Lost
+// closes if the hold turns out to have been lost meanwhile. Do not call
+// Unlock again for that hold. A release Redis refuses for good (the name
+// holds another kind's data) returns Redis's error alone. While a release
+// is owed, this handle's next Lock or TryLock waits for it (a release that
+// reached Redis after a newer grant to the same handle would free that
+// grant).
 func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err
 	}
+	if !l.givingUp() {
+		return l.what().err(l.name, ErrNotHeld)
+	}
 	called := time.Now()
 	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }
-	res, err := awaitRelease(ctx, send, l.c.done, &messages.Release{Owner: l.owner, Mode: l.mode})
-	switch {
-	case err != nil:
-		return l.what().err(l.name, err)
-	case res.Err != nil:
-		return l.what().err(l.name, res.Err)
-	case res.NotHeld:
-		return l.what().err(l.name, ErrNotHeld)
+	res, err := l.c.release(ctx, send, &messages.Release{Owner: l.owner, Mode: l.mode})
+	if err := releaseErr(l.what(), l.name, res, err); err != nil {
+		if res.NotHeld {
+			l.heldNothing()
+		}
+		return err
 	}
 	if res.Gone {
 		l.mu.Lock()
@@ -205,7 +256,11 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	lease = redisio.WholeMS(lease)
 	m := &messages.Extend{Owner: l.owner, Mode: l.mode, Lease: lease, Handle: true, Reply: make(chan messages.ExtendResult, 1)}
 	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }
+	start := time.Now()
 	res, err := awaitReply(ctx, send, l.c.done, m, m.Reply)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		err = l.c.ctxErr(ctx, start)
+	}
 	switch {
 	case err != nil:
 		return l.what().err(l.name, err)
@@ -221,6 +276,9 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 
 // what is the handle's kind, in its errors and metrics.
 func (l *Lock) what() kind {
+	if l.mutex {
+		return kindMutex
+	}
 	switch l.key.Kind {
 	case actors.KindFair:
 		return kindFair
@@ -237,18 +295,17 @@ func (l *Lock) what() kind {
 	return kindLock
 }
 
-// Lost is closed when this handle held the lock and the runtime found it gone
-// before Unlock (the watchdog found the key missing or owned by someone else,
-// or could not renew before the lease ran out). It is replaced by a fresh
-// channel on each new acquisition from zero holds.
-func (l *Lock) Lost() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lost == nil {
-		l.lost = make(chan struct{})
-	}
-	return l.lost
-}
+// Lost is closed when this handle held the lock and the hold ended before
+// Unlock: the runtime found it gone (the key missing or owned by someone
+// else, or no renewal confirmed before the lease ran out), or a WithLease
+// hold's lease ran out (counted from when its grant was sent, as Redis
+// counted it no sooner; so a lease that runs out while its Unlock is on
+// the way may close it, though Redis still had the hold for the Unlock to
+// release). It is replaced by a fresh channel on each new
+// acquisition from zero holds; a channel taken while the handle holds
+// nothing (before Lock, or after Unlock) is the one its next hold will
+// close.
+func (l *Lock) Lost() <-chan struct{} { return l.box.get() }
 
 // Token is the fencing token of the current hold of a FencedLock, the same
 // for every reentrant hold of one acquisition. 0 for other kinds, when not
@@ -266,15 +323,17 @@ func (l *Lock) Lost() <-chan struct{} {
 // the highest it has accepted, and it cannot tell apart two holders that
 // carry the same token. See docs/PROTOCOL.md, section 3.
 func (l *Lock) Token() uint64 {
+	cur := l.box.current()
+	if cur == nil {
+		return 0
+	}
+	select {
+	case <-cur:
+		return 0
+	default:
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.lost != nil {
-		select {
-		case <-l.lost:
-			return 0
-		default:
-		}
-	}
 	return l.token
 }
 

@@ -5,6 +5,7 @@ package lockactor_test
 // suite shares are in actors_test.go.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -208,5 +209,30 @@ func TestLostClosesWhenKeyDeleted(t *testing.T) {
 	case <-l.Lost():
 		t.Fatal("a new acquisition must get a fresh Lost channel")
 	default:
+	}
+}
+
+// An Unlock whose ctx had ended gives the hold up all the same; its error
+// says the release goes on (ErrReleasePending) as well as matching the
+// ctx's. Before, it said only "context canceled" while the lock was
+// released 50ms later: every job that timed out logged a false failure.
+func TestUnlockWithEndedCtxSaysReleasePending(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 10*time.Second)
+	l := c.Lock("ended-ctx")
+	if err := l.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jobCtx, cancel := context.WithCancel(ctx)
+	cancel()
+	err := l.Unlock(jobCtx)
+	if err != nil && (!errors.Is(err, lockactor.ErrReleasePending) || !errors.Is(err, context.Canceled)) {
+		t.Fatalf("Unlock with an ended ctx = %v, want nil or ErrReleasePending matching context.Canceled", err)
+	}
+	within(t, 2*time.Second, "the lock released", func() bool { return admin.Exists(ctx, "ended-ctx").Val() == 0 })
+	if err := l.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("a second Unlock = %v, want ErrNotHeld (the hold was given up)", err)
 	}
 }

@@ -51,10 +51,11 @@ const (
 	kindRed
 	kindLatch
 	kindSpin
+	kindMutex
 	numKinds
 )
 
-var kindMetricNames = [numKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock", "latch", "spin"}
+var kindMetricNames = [numKinds]string{"lock", "fair", "fenced", "read", "write", "semaphore", "permit", "multilock", "redlock", "latch", "spin", "mutex"}
 
 // outcome is how an acquisition call ended.
 type outcome uint8

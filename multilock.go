@@ -33,6 +33,7 @@ type group struct {
 	key   actors.Key
 	g     actors.Group
 	since *heldSince // when the current hold was granted (lockactor.hold.duration)
+	box   *lostBox   // what Lost returns
 }
 
 // heldSince is when a group's current hold was granted; zero when none.
@@ -52,7 +53,7 @@ func (h *heldSince) swap(t time.Time) time.Time {
 
 func newGroup(kind kind, locks []*Lock) group {
 	names := make([]string, len(locks))
-	gr := group{locks: locks, what: kind, since: new(heldSince)}
+	gr := group{locks: locks, what: kind, since: new(heldSince), box: new(lostBox)}
 	for i, l := range locks {
 		if l == nil {
 			gr.err = fmt.Errorf("%w: %s member %d is nil", ErrInvalidArgument, kind, i)
@@ -128,10 +129,11 @@ func (gr *group) ask(ctx context.Context, opts []LockOption, tryOnly bool) (bool
 	if err != nil {
 		return false, err
 	}
-	if !tryOnly {
-		o.wait = 0 // Lock ignores WithWait, as a plain Lock does
+	if !tryOnly && o.wait != 0 {
+		return false, gr.what.invalid(gr.name, waitOnLock)
 	}
-	m := &messages.Acquire{Lease: o.lease, Wait: o.wait, TryOnly: tryOnly && o.wait == 0, Req: messages.NewRequest()}
+	m := &messages.Acquire{Lease: o.lease, Wait: o.wait, TryOnly: tryOnly && o.wait == 0, Req: messages.NewRequest(),
+		Lost: gr.box.forNext()}
 	res, err := await(ctx, gr.send, gr.home().done, m, nil, func() {
 		_ = gr.send(&messages.Release{})
 	})
@@ -143,18 +145,17 @@ func (gr *group) ask(ctx context.Context, opts []LockOption, tryOnly bool) (bool
 	case !res.Granted:
 		return false, nil
 	}
+	gr.box.held(res.Lost)
 	for i, part := range res.Parts {
 		if part.Granted {
-			l := gr.locks[i]
-			l.mu.Lock()
-			l.lost, l.token = part.Lost, part.Token
-			l.mu.Unlock()
+			gr.locks[i].granted(part.Lost, part.Token)
 		}
 	}
 	return true, nil
 }
 
-// Lock waits until the group is held or ctx ends; WithWait is ignored.
+// Lock waits until the group is held or ctx ends; WithWait is
+// ErrInvalidArgument, as for Lock.
 func (gr *group) Lock(ctx context.Context, opts ...LockOption) error {
 	ok, err := gr.acquire(ctx, opts, false)
 	if err == nil && !ok {
@@ -169,6 +170,12 @@ func (gr *group) TryLock(ctx context.Context, opts ...LockOption) (bool, error) 
 	return gr.acquire(ctx, opts, true)
 }
 
+// Lost is closed when the current hold ends before its Unlock: for a
+// MultiLock, when any member's hold is lost; for a RedLock, when fewer than
+// a majority still hold or its validity is spent. Taken while nothing is
+// held, it is the channel the next hold will close.
+func (gr *group) Lost() <-chan struct{} { return gr.box.get() }
+
 // Unlock releases every member, including those that did not answer when
 // the group was acquired.
 func (gr *group) Unlock(ctx context.Context) error {
@@ -176,13 +183,19 @@ func (gr *group) Unlock(ctx context.Context) error {
 		return err
 	}
 	called := time.Now()
-	res, err := awaitRelease(ctx, gr.send, gr.home().done, &messages.Release{})
+	res, err := gr.home().release(ctx, gr.send, &messages.Release{})
 	if err == nil && !res.NotHeld {
 		gr.home().metrics.held(ctx, gr.what, gr.label, gr.since.swap(time.Time{}), called)
 	}
+	if err == nil {
+		gr.box.free()
+		for _, l := range gr.locks {
+			l.heldNothing()
+		}
+	}
 	switch {
 	case err != nil:
-		return gr.what.err(gr.name, err)
+		return releaseErr(gr.what, gr.name, res, err) // the members' releases go on
 	case res.NotHeld:
 		return gr.what.err(gr.name, ErrNotHeld)
 	case res.Err != nil:

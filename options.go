@@ -263,7 +263,8 @@ func WithLease(d time.Duration) LockOption {
 }
 
 // WithWait bounds how long TryLock waits for the lock. Default 0: one attempt.
-// d < 0 is ErrInvalidArgument. Lock ignores it (it waits for its ctx).
+// d < 0 is ErrInvalidArgument, and so is WithWait given to Lock, which
+// waits until it holds or its ctx ends.
 func WithWait(d time.Duration) LockOption {
 	return func(o *lockOptions) { o.wait = d }
 }

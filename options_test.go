@@ -3,97 +3,50 @@ package lockactor_test
 // How the LockOptions apply to each kind of lock.
 
 import (
-	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
-	"github.com/lockactor/lockactor/redisio"
 )
 
-// Lock ignores WithWait for every kind, as its doc says (it waits for its
-// ctx): once a MultiLock or RedLock Lock gave up when the wait ran out and
-// returned ErrNoQuorum, and a FairLock Lock queued in Redis with the wait as
-// its queue timeout instead of WithFairLockWaitTimeout.
-func TestLockIgnoresWithWait(t *testing.T) {
-	type pair struct{ holder, waiter lockactor.Locker }
+// An option Lock cannot use is refused, naming it, for every kind: before,
+// Lock(ctx, WithWait(100ms)) on a held lock waited its whole ctx without a
+// word (and, earlier still, a MultiLock gave up after the wait and a
+// FairLock queued in Redis with it as its queue timeout). TryLock takes it.
+func TestWithWaitOnLockIsRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	_, nodes := redlockNodes(t, 3)
+	ctx := ctxFor(t, 10*time.Second)
+	wait := lockactor.WithWait(100 * time.Millisecond)
+	red, _ := redLockOn(nodes, "opt-red")
 	tests := []struct {
 		name string
-		make func(t *testing.T, name string) (pair, *redistest.Server)
+		l    lockactor.Locker
 	}{
-		{"Lock", func(t *testing.T, name string) (pair, *redistest.Server) {
-			srv := redistest.Start(t)
-			return pair{newClient(t, srv.Client(t)).Lock(name), newClient(t, srv.Client(t)).Lock(name)}, srv
-		}},
-		{"FencedLock", func(t *testing.T, name string) (pair, *redistest.Server) {
-			srv := redistest.Start(t)
-			return pair{newClient(t, srv.Client(t)).FencedLock(name), newClient(t, srv.Client(t)).FencedLock(name)}, srv
-		}},
-		{"FairLock", func(t *testing.T, name string) (pair, *redistest.Server) {
-			srv := redistest.Start(t)
-			return pair{newClient(t, srv.Client(t)).FairLock(name), newClient(t, srv.Client(t)).FairLock(name)}, srv
-		}},
-		{"WriteLock", func(t *testing.T, name string) (pair, *redistest.Server) {
-			srv := redistest.Start(t)
-			return pair{newClient(t, srv.Client(t)).ReadWriteLock(name).WriteLock(), newClient(t, srv.Client(t)).ReadWriteLock(name).WriteLock()}, srv
-		}},
-		{"MultiLock", func(t *testing.T, name string) (pair, *redistest.Server) {
-			srv := redistest.Start(t)
-			multi := func() lockactor.Locker {
-				c := newClient(t, srv.Client(t))
-				return lockactor.NewMultiLock(c.Lock(name+"-1"), c.Lock(name+"-2"))
-			}
-			return pair{multi(), multi()}, srv
-		}},
-		{"RedLock", func(t *testing.T, name string) (pair, *redistest.Server) {
-			_, clients := redlockNodes(t, 3)
-			holder, _ := redLockOn(clients, name)
-			waiter, _ := redLockOn(clients, name)
-			return pair{holder, waiter}, nil
-		}},
+		{"Lock", c.Lock("opt")},
+		{"FencedLock", c.FencedLock("opt-fenced")},
+		{"FairLock", c.FairLock("opt-fair")},
+		{"WriteLock", c.ReadWriteLock("opt-rw").WriteLock()},
+		{"ReadLock", c.ReadWriteLock("opt-rw").ReadLock()},
+		{"SpinLock", c.SpinLock("opt-spin")},
+		{"Mutex", c.Mutex("opt-mutex")},
+		{"MultiLock", lockactor.NewMultiLock(c.Lock("opt-a"), c.Lock("opt-b"))},
+		{"RedLock", red},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := ctxFor(t, 20*time.Second)
-			name := "lock-ignores-wait-" + tt.name
-			p, srv := tt.make(t, name)
-			if err := p.holder.Lock(ctx); err != nil {
-				t.Fatal(err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.l.Lock(ctx, wait)
+			if !errors.Is(err, lockactor.ErrInvalidArgument) || !strings.Contains(err.Error(), "WithWait") {
+				t.Fatalf("Lock with WithWait = %v, want ErrInvalidArgument naming WithWait", err)
 			}
-			wctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			done := lockAsyncWith(wctx, p.waiter, lockactor.WithWait(100*time.Millisecond))
-			time.Sleep(500 * time.Millisecond)
-			select {
-			case err := <-done:
-				t.Fatalf("Lock with WithWait(100ms) returned after %v: %v; want it waiting for its ctx", time.Since(start), err)
-			default:
+			if ok, err := tc.l.TryLock(ctx, wait); !ok || err != nil {
+				t.Fatalf("TryLock with WithWait = %v, %v", ok, err)
 			}
-			if tt.name == "FairLock" {
-				// Queued with the Client's queue timeout (5 min), not 100 ms.
-				rdb := srv.Client(t)
-				q := fairQueue(t, rdb, name)
-				if len(q) != 1 {
-					t.Fatalf("fair queue = %v", q)
-				}
-				at := rdb.ZScore(ctx, redisio.FairTimeouts(name), q[0]).Val()
-				if left := time.Until(time.UnixMilli(int64(at))); left < time.Minute {
-					t.Fatalf("the waiter's queue deadline is %v away; want the holder's TTL plus the 5 min queue timeout", left)
-				}
-			}
-			if err := p.holder.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := waitErr(t, done, time.Second, "waiter after the unlock"); err != nil {
-				if errors.Is(err, context.DeadlineExceeded) {
-					t.Fatalf("the waiter timed out instead of taking the released lock: %v", err)
-				}
-				t.Fatalf("the waiter's Lock after the unlock: %v", err)
-			}
-			if err := p.waiter.Unlock(ctx); err != nil {
+			if err := tc.l.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
 		})

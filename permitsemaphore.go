@@ -167,24 +167,20 @@ func (s *PermitSemaphore) acquire(ctx context.Context, lease time.Duration, tryO
 // Release gives back the permit id and wakes waiters on every client.
 // ErrNotHeld when the permit is not held: never acquired, released already,
 // or its lease had ended (it then came back to the pool by itself). If
-// Redis does not confirm (or ctx ends first), the runtime keeps giving the
-// permit back in the background until Redis confirms or its lease ends, for
-// as long as the Client lives; do not release it again.
+// Redis does not confirm (or ctx ends first), Release returns an error
+// matching ErrReleasePending and the runtime keeps giving the permit back in
+// the background until Redis confirms or its lease ends, for as long as the
+// Client lives; do not release it again.
 func (s *PermitSemaphore) Release(ctx context.Context, id string) error {
 	if _, err := s.checkID(ctx, id, noLease); err != nil {
 		return err
 	}
 	send := func(msg any) error { return s.c.rt.Send(s.key, msg) }
-	res, err := awaitRelease(ctx, send, s.c.done, &messages.Release{Owner: id})
-	switch {
-	case err != nil:
-		return kindPermit.err(s.name, err)
-	case res.Err != nil:
-		return kindPermit.err(s.name, res.Err)
-	case res.NotHeld:
+	res, err := s.c.release(ctx, send, &messages.Release{Owner: id})
+	if err == nil && res.NotHeld {
 		return kindPermit.err(s.name, notHeld{"permit " + id})
 	}
-	return nil
+	return releaseErr(kindPermit, s.name, res, err)
 }
 
 // UpdateLease gives the held permit id a new lease (> 0, in whole

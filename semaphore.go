@@ -2,6 +2,7 @@ package lockactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -100,9 +101,16 @@ func (s *Semaphore) adjust(ctx context.Context, m *messages.Adjust) (messages.Ad
 // adjustPermits sends m to the actor of key (a Semaphore's or a
 // PermitSemaphore's) and waits for its answer, ctx or Close.
 func sendAdjust(ctx context.Context, c *Client, key actors.Key, k kind, name string, m *messages.Adjust) (messages.AdjustResult, error) {
+	start := time.Now()
+	if err := c.reachable(ctx); err != nil {
+		return messages.AdjustResult{}, k.err(name, err)
+	}
 	m.Reply = make(chan messages.AdjustResult, 1)
 	send := func(msg any) error { return c.rt.Send(key, msg) }
 	res, err := awaitReply(ctx, send, c.done, m, m.Reply)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		err = c.ctxErr(ctx, start)
+	}
 	if err == nil {
 		err = res.Err
 	}
@@ -121,22 +129,18 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int, error) {
 
 // Release gives back n (> 0) permits and wakes waiters on every client. The
 // permits are given back once, whatever happens: if Release returns an error
-// (Redis did not confirm, or ctx ended first), the runtime keeps giving them
-// back in the background until Redis confirms, for as long as the Client
-// lives. Do not call Release again for them.
+// matching ErrReleasePending (Redis did not confirm, or ctx ended first), the
+// runtime keeps giving them back in the background until Redis confirms, for
+// as long as the Client lives. Do not call Release again for them. A
+// release Redis refuses for good (the name holds another kind's data)
+// returns Redis's error alone, and is not retried.
 func (s *Semaphore) Release(ctx context.Context, n int) error {
 	if err := s.check(ctx, n, 1); err != nil {
 		return err
 	}
 	send := func(msg any) error { return s.c.rt.Send(s.key, msg) }
-	res, err := awaitRelease(ctx, send, s.c.done, &messages.Release{Permits: n})
-	switch {
-	case err != nil:
-		return kindSemaphore.err(s.name, err)
-	case res.Err != nil:
-		return kindSemaphore.err(s.name, res.Err)
-	}
-	return nil
+	res, err := s.c.release(ctx, send, &messages.Release{Permits: n})
+	return releaseErr(kindSemaphore, s.name, res, err)
 }
 
 // Acquire takes n (> 0) permits, waiting until they are available or ctx

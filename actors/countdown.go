@@ -288,6 +288,7 @@ func (a *countDownActor) tidy() {
 }
 
 func (a *countDownActor) shutdown() {
+	a.ledger.close()
 	a.unsubscribe(redisio.CountDownChannel(a.key.Name), a.subID)
 	a.subID = 0
 }

@@ -316,6 +316,7 @@ func (a *fairActor) tidy() {
 // Redis queue, best effort within Close's grace: a Client that closes leaves
 // no ghost behind for other clients to wait out.
 func (a *fairActor) shutdown() {
+	a.ledger.close()
 	a.holdBook.stop()
 	for _, w := range slices.Clone(a.arrived) {
 		a.forget(w)

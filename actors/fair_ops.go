@@ -68,7 +68,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 		// lockActor.attempted): give it back; the owner is out of the
 		// Redis queue now, so it queues again.
 		k := holdKey{m.Owner, messages.Exclusive}
-		a.granted(k, sent, m.Lease, 0)
+		a.granted(k, sent, m.Lease, 0, nil)
 		a.owe(&a.owed, k, nil)
 		if m.TryOnly && r.Unsynced {
 			m.Req.Answer(messages.Result{Err: r.NotReplicated()})
@@ -136,11 +136,14 @@ func (a *fairActor) attemptFailed(m *messages.Acquire, w *fairWaiter, err error)
 // grant records a hold and tells the caller; a hold nobody took goes back.
 func (a *fairActor) grant(m *messages.Acquire, sent time.Time) {
 	k := holdKey{m.Owner, messages.Exclusive}
-	h := a.granted(k, sent, m.Lease, 0)
+	h := a.granted(k, sent, m.Lease, 0, m.Lost)
+	first := h.offer()
 	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost}) {
+		h.withdraw(m, first)
 		a.owe(&a.owed, k, nil)
 		return
 	}
+	h.whenLost(m.OnLost)
 	if m.Lease == 0 {
 		a.arm(renewAfter(sent, a.watchdog))
 	}
@@ -176,7 +179,7 @@ func (r *fairRelease) unknown() { r.o.answer(messages.ReleaseResult{NotHeld: tru
 
 func (r *fairRelease) fail(err error) {
 	r.a.redisError(OpRelease, err)
-	r.o.answer(messages.ReleaseResult{Err: err})
+	r.o.answer(messages.ReleaseResult{Err: err, Pending: true}) // settled, then sent again if need be
 }
 
 func (a *fairActor) released(o *owed, r redisio.Reply) {
@@ -186,7 +189,7 @@ func (a *fairActor) released(o *owed, r redisio.Reply) {
 		a.retryOwed(&a.owed, o, err)
 		return
 	}
-	if res == redisio.NotHeld && o.h != nil {
+	if res == redisio.NotHeld && o.h != nil && o.h.handed.Load() {
 		a.gone(o.k, o.h) // Lost closes before the caller hears ErrNotHeld
 	}
 	o.answer(messages.ReleaseResult{

@@ -74,6 +74,15 @@ type groupActor struct {
 	heldUntil time.Time     // a fixed-lease hold's end; zero: until Unlock
 	lease     time.Duration // the current RedLock hold's lease; 0 when not renewing
 	renew     *time.Timer
+
+	// The current hold's Lost channel (lostHold.go): closed when a
+	// MultiLock's member is lost, or a RedLock keeps fewer than a majority
+	// or its validity is spent. holdRound is the round that took the hold,
+	// whose members' losses count.
+	lost      chan struct{}
+	lostShut  bool
+	holdRound uint64
+	expire    *time.Timer // a RedLock's validity end
 }
 
 func newGroupActor(rt *Runtime, key Key, e *entry, g Group) *groupActor {
@@ -107,6 +116,10 @@ func (a *groupActor) handle(msg any) {
 			return
 		}
 		a.act(m)
+	case *memberLost:
+		a.memberLost(m)
+	case *validityEnded:
+		a.validityEnded(m)
 	}
 }
 
@@ -163,7 +176,8 @@ func (a *groupActor) round(m *messages.Acquire) {
 	for i, mem := range a.g.Members {
 		reply := a.hook(r, i)
 		r.reqs[i] = messages.NewRequestThen(func(res messages.Result) { reply(memberAnswered{acquired: res}) })
-		msg := &messages.Acquire{Owner: mem.Owner, Mode: mem.Mode, Lease: lease, TryOnly: true, Req: r.reqs[i]}
+		msg := &messages.Acquire{Owner: mem.Owner, Mode: mem.Mode, Lease: lease, TryOnly: true, Req: r.reqs[i],
+			OnLost: a.onMemberLost(r.id, i)}
 		a.ask(r, i, msg, func(err error) { r.reqs[i].Answer(messages.Result{Err: err}) })
 	}
 }
@@ -251,11 +265,14 @@ func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start ti
 		// TryLock returns.
 		a.publishValidity(start, lease)
 	}
-	if !m.Req.Answer(messages.Result{Granted: true, Parts: parts}) {
+	lost := a.newLost(m)
+	if !m.Req.Answer(messages.Result{Granted: true, Parts: parts, Lost: lost}) {
 		a.publishValidity(time.Time{}, 0)
+		a.dropLost(m)
 		a.giveBack(parts, func() {})
 		return
 	}
+	a.holdRound = a.rounds
 	a.held = make([]bool, len(parts))
 	for i, p := range parts {
 		a.held[i] = p.Granted
@@ -267,6 +284,7 @@ func (a *groupActor) hold(m *messages.Acquire, parts []messages.Result, start ti
 	if !a.g.Redlock {
 		return
 	}
+	a.expireAt(validUntil(start, lease))
 	a.lease = 0
 	if m.Lease == 0 {
 		a.lease = lease

@@ -17,6 +17,7 @@ func (a *groupActor) release(m *messages.Release) {
 	if a.renew != nil {
 		a.renew.Stop()
 	}
+	a.endHold()
 	a.lease, a.held = 0, nil
 	a.publishValidity(time.Time{}, 0)
 	r := a.begin(releasing)
@@ -68,5 +69,8 @@ func (a *groupActor) shutdown() {
 	}
 	if a.renew != nil {
 		a.renew.Stop()
+	}
+	if a.expire != nil {
+		a.expire.Stop()
 	}
 }

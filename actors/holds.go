@@ -30,10 +30,20 @@ type hold struct {
 	lost     chan struct{} // closed when the hold is found gone
 	loseOnce sync.Once
 	at       *base // the actor: whom the loss is reported for
-	// deadline closes lost when a watchdog hold's lease would run out with no
-	// renewal confirmed, even while the actor is stuck on a hung server, or
-	// when a master switch showed the hold ending sooner (endBy). It runs
-	// timeUp, which closes nothing once the hold is dropped.
+	// handed: a grant of the hold went out to its caller (see offer). A
+	// hold nobody took (given back at once) closes nothing: its channel may
+	// be a caller's, taken before it held (see messages.Acquire.Lost), and
+	// belongs to the caller's next hold. Set under timeMu when withdrawn.
+	handed atomic.Bool
+	// onLose are called once the hold is lost (messages.Acquire.OnLost: a
+	// group coordinator hears of its members' losses).
+	cbMu   sync.Mutex
+	onLose []func()
+	// deadline closes lost when the hold's lease would run out with no
+	// renewal confirmed (a fixed lease: when it runs out), even while the
+	// actor is stuck on a hung server, or when a master switch showed the
+	// hold ending sooner (endBy). It runs timeUp, which closes nothing once
+	// the hold is dropped.
 	deadline *time.Timer
 	timeMu   sync.Mutex // orders timeUp against drop
 	// cap: while a master switch is followed, the latest a renewal may
@@ -54,13 +64,39 @@ func (h *hold) expired(now time.Time) bool {
 }
 
 // lose reports the loss and closes the Lost channel, once (reported
-// first, so whoever sees Lost closed sees it counted); the deadline timer
-// may race the actor.
+// first, so whoever sees Lost closed sees it counted), then runs the
+// onLose callbacks; the deadline timer may race the actor.
 func (h *hold) lose() {
 	h.loseOnce.Do(func() {
+		if !h.handed.Load() {
+			return // nobody took it: nobody watches it
+		}
 		h.at.rt.cfg.Observer.Lost(h.at.key)
 		close(h.lost)
+		h.cbMu.Lock()
+		cbs := h.onLose
+		h.onLose = nil
+		h.cbMu.Unlock()
+		for _, f := range cbs {
+			f()
+		}
 	})
+}
+
+// whenLost calls f once the hold is lost: later, or at once if it is
+// already.
+func (h *hold) whenLost(f func()) {
+	if f == nil {
+		return
+	}
+	h.cbMu.Lock()
+	if !h.isLost() {
+		h.onLose = append(h.onLose, f)
+		h.cbMu.Unlock()
+		return
+	}
+	h.cbMu.Unlock()
+	f()
 }
 
 // timeUp is the deadline's function: it closes Lost unless the record
@@ -79,10 +115,33 @@ func (h *hold) timeUp() {
 	}
 }
 
+// offer marks the hold handed to its caller before the grant's answer goes
+// out, so that a loss racing the answer closes the caller's Lost; first
+// reports whether no earlier grant of the hold had reached its caller.
+func (h *hold) offer() (first bool) { return !h.handed.Swap(true) }
+
+// withdraw undoes offer for a grant m whose caller had gone: a hold that
+// no grant reached never closes its channel, and gives the caller's back
+// for the caller's next hold (unless a loss closed it meanwhile).
+func (h *hold) withdraw(m *messages.Acquire, first bool) {
+	if !first {
+		return // an earlier grant of this hold reached its caller
+	}
+	h.timeMu.Lock()
+	h.handed.Store(false)
+	h.timeMu.Unlock()
+	if m.Lost != nil && h.lost == m.Lost.C && !isClosed(h.lost) {
+		m.Lost.Unclaim()
+	}
+}
+
 // isLost reports whether the Lost channel is closed.
-func (h *hold) isLost() bool {
+func (h *hold) isLost() bool { return isClosed(h.lost) }
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch chan struct{}) bool {
 	select {
-	case <-h.lost:
+	case <-ch:
 		return true
 	default:
 		return false
@@ -90,14 +149,17 @@ func (h *hold) isLost() bool {
 }
 
 // confirm records that Redis applied the lease of a command sent at sent, and
-// moves a watchdog hold's deadline to when that lease runs out.
+// moves the hold's deadline to when that lease runs out: the watchdog's,
+// or a fixed lease's own (Lost closes when a fixed lease ends, counted from
+// the send: Redis may hold it a little longer, never longer than that
+// safely).
 func (h *hold) confirm(sent time.Time, watchdog time.Duration) {
 	h.confirmed = sent
+	lease := watchdog
 	if h.lease > 0 {
-		h.stopDeadline()
-		return
+		lease = h.lease
 	}
-	end := sent.Add(watchdog)
+	end := sent.Add(lease)
 	if !h.cap.IsZero() && h.cap.Before(end) {
 		end = h.cap
 	}
@@ -133,11 +195,16 @@ func newHoldBook(b *base, watchdog time.Duration) holdBook {
 }
 
 // granted records one more hold for k taken at sent with lease (0: watchdog)
-// by b's actor; a grant from zero holds gets a fresh Lost channel.
-func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, token uint64) *hold {
+// by b's actor; a grant from zero holds gets a fresh Lost channel: lost,
+// the caller's own if it brought one (see messages.Acquire.Lost).
+func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, token uint64, lost *messages.LostChan) *hold {
 	h := hb.holds[k]
 	if !h.continues(sent) {
-		h = &hold{lost: make(chan struct{}), token: token, at: hb.b}
+		ch := make(chan struct{})
+		if lost.Claim() {
+			ch = lost.C
+		}
+		h = &hold{lost: ch, token: token, at: hb.b}
 		hb.holds[k] = h
 	}
 	h.count++

@@ -232,6 +232,19 @@ func (l *ledger) forget() {
 	l.b.rt.io.ForgetLatch(l.latch, l.last)
 }
 
+// close has the latch deleted as the Client closes, its last request
+// settled or not: nothing will ask about it any more, and a Client leaves
+// no records behind. The runtime's connection deletes it once every
+// pipeline has been sent (redisio.Conn.ForgetAtClose), so no request of the
+// name can write it again after.
+func (l *ledger) close() {
+	if l.forgotten {
+		return
+	}
+	l.forgotten = true
+	l.b.rt.io.ForgetAtClose(l.latch, l.last)
+}
+
 // keepFor is how long the record of a request that carries lease lives: the
 // runtime's LatchKeep, and never less than twice the lease, so that a
 // record found expired means that whatever the request did to a lock has

@@ -399,6 +399,7 @@ func (a *lockActor) tidy() {
 }
 
 func (a *lockActor) shutdown() {
+	a.ledger.close()
 	a.holdBook.stop()
 	a.unsubscribe(a.scheme.channel(a.key.Name), a.subID)
 	a.subID = 0

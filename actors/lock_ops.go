@@ -144,17 +144,20 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 // already gone (or was told of an error), the hold goes straight back.
 func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
-	h := a.granted(k, sent, m.Lease, token)
+	h := a.granted(k, sent, m.Lease, token, m.Lost)
 	a.spin.reset()
 	a.late.inTime()
 	// Until this hold ends, other waiters would be refused (readers still
 	// share a read hold).
 	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
+	first := h.offer()
 	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost, Token: h.token}) {
 		a.rt.cfg.Logger.Debug("lockactor: grant given back: its caller had gone", "lock", a.key.Name, "owner", m.Owner)
+		h.withdraw(m, first)
 		a.owe(k, nil)
 		return
 	}
+	h.whenLost(m.OnLost)
 	if m.Lease == 0 {
 		a.arm(renewAfter(sent, a.watchdog))
 	}
@@ -200,7 +203,7 @@ func (a *lockActor) tokenBehind(m *messages.Acquire, sent time.Time, token uint6
 func (a *lockActor) takeBack(m *messages.Acquire, sent time.Time, token uint64) {
 	k := holdKey{m.Owner, m.Mode}
 	a.rt.cfg.Logger.Debug("lockactor: grant given back", "lock", a.key.Name, "owner", m.Owner)
-	a.granted(k, sent, m.Lease, token)
+	a.granted(k, sent, m.Lease, token, nil)
 	a.owe(k, nil)
 	a.forgetVerdict()
 }
@@ -256,7 +259,7 @@ func (r *lockRelease) unknown() {
 
 func (r *lockRelease) fail(err error) {
 	r.a.redisError(OpRelease, err)
-	r.o.answer(messages.ReleaseResult{Err: err})
+	r.o.answer(messages.ReleaseResult{Err: err, Pending: true}) // settled, then sent again if need be
 }
 
 // handoffTarget is the waiter o's release may hand the lock to in the same
@@ -295,7 +298,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.rt.cfg.Logger.Debug("lockactor: release found nothing held", "lock", a.key.Name, "owner", o.k.owner,
 			"caller", o.m != nil, "recorded", o.h != nil)
 	}
-	if res == redisio.NotHeld && o.h != nil {
+	if res == redisio.NotHeld && o.h != nil && o.h.handed.Load() {
 		// The hold had been lost before the release: Lost closes before the
 		// caller hears ErrNotHeld.
 		a.gone(o.k, o.h)

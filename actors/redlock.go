@@ -96,13 +96,22 @@ func (a *groupActor) renewed(r *round) {
 	}
 	if renewed >= a.g.Quorum {
 		a.publishValidity(r.start, a.lease)
+		a.expireAt(validUntil(r.start, a.lease))
 		a.armRenew()
 		return
 	}
-	a.rt.cfg.Logger.Warn("lockactor: RedLock lost its majority", "lock", a.key.Name, "renewed", renewed, "quorum", a.g.Quorum)
+	a.loseMajority(renewed)
+}
+
+// loseMajority ends a RedLock hold that fewer than a majority still keep:
+// every member's Lost closes, and the group's.
+func (a *groupActor) loseMajority(left int) {
+	a.rt.cfg.Logger.Warn("lockactor: RedLock lost its majority", "lock", a.key.Name, "left", left, "quorum", a.g.Quorum)
 	a.publishValidity(time.Time{}, 0)
 	for _, mem := range a.g.Members {
 		_ = mem.RT.Send(mem.Key, &messages.Lose{Owner: mem.Owner, Mode: mem.Mode})
 	}
+	a.closeLost()
+	a.endHold()
 	a.lease, a.held = 0, nil
 }

@@ -95,7 +95,7 @@ func tellStalled(direct *[]*messages.Acquire, q *owedQueue, err error) {
 	clear((*direct)[len(kept):])
 	*direct = kept
 	for _, o := range q.items {
-		o.answer(messages.ReleaseResult{Err: err})
+		o.answer(messages.ReleaseResult{Err: err, Pending: true})
 	}
 }
 
@@ -142,7 +142,7 @@ func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
 		o.answer(messages.ReleaseResult{NotHeld: true})
 		return
 	case o.tries >= 2 && err != nil:
-		o.answer(messages.ReleaseResult{Err: err})
+		o.answer(messages.ReleaseResult{Err: err, Pending: true})
 	}
 	o.later(now, min(owedMax, hb.leaseOf(o.h.lease)/3))
 	q.push(o)

@@ -213,6 +213,7 @@ func (a *semaphoreActor) tidy() {
 }
 
 func (a *semaphoreActor) shutdown() {
+	a.ledger.close()
 	a.unsubscribe(redisio.SemaphoreChannel(a.key.Name), a.subID)
 	a.subID = 0
 }

@@ -61,6 +61,7 @@ type store interface {
 	// retiring actor's record.
 	ResolveThen(ctx context.Context, op redisio.Op, then func(s redisio.Settlement, r redisio.Reply, err error))
 	ForgetLatch(latch string, seq uint64)
+	ForgetAtClose(latch string, seq uint64)
 
 	// SubscribersThen counts the connections listening on a channel.
 	SubscribersThen(ctx context.Context, channel string, then func(n int64, err error))

@@ -197,6 +197,9 @@ func (f *fakeStore) ResolveThen(_ context.Context, op redisio.Op, then func(redi
 
 func (f *fakeStore) ForgetLatch(string, uint64) { f.calls <- &call{what: "forget"} }
 
+// ForgetAtClose is called as the runtime closes, after the rows' checks.
+func (f *fakeStore) ForgetAtClose(string, uint64) {}
+
 func (f *fakeStore) SubscribersThen(_ context.Context, _ string, then func(int64, error)) {
 	f.calls <- &call{what: "subscribers", count: then}
 }

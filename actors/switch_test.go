@@ -40,7 +40,8 @@ func TestRereadAfterSwitch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
 			hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, watchdog)
-			h := hb.granted(k, time.Now(), tc.lease, 0)
+			h := hb.granted(k, time.Now(), tc.lease, 0, nil)
+			h.offer() // the grant reached its caller
 			defer h.stopDeadline()
 			read := &holdsRead{keys: []holdKey{k}, holds: []*hold{h}, left: []time.Duration{tc.left},
 				sent: time.Now(), recv: time.Now(), final: tc.final}
@@ -77,7 +78,8 @@ func TestRereadMovesDeadlineBack(t *testing.T) {
 	k := holdKey{"client:1", messages.Exclusive}
 	rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
 	hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, watchdog)
-	h := hb.granted(k, time.Now(), 0, 0)
+	h := hb.granted(k, time.Now(), 0, 0, nil)
+	h.offer() // the grant reached its caller
 	defer h.stopDeadline()
 	read := func(left time.Duration, final bool) {
 		now := time.Now()
@@ -113,7 +115,8 @@ func TestDeadlineRacingReleaseClosesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
 			hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, time.Minute)
-			h := hb.granted(k, time.Now(), tc.lease, 0)
+			h := hb.granted(k, time.Now(), tc.lease, 0, nil)
+			h.offer()                           // the grant reached its caller
 			h.loseAt(time.Now().Add(time.Hour)) // as endBy arms it
 			defer h.stopDeadline()
 			if tc.released {

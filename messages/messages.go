@@ -25,7 +25,39 @@ type Acquire struct {
 	Wait    time.Duration // how long the caller may wait; 0: unbounded (fair lock queue deadline)
 	TryOnly bool          // one attempt, never queued
 	Req     *Request      // where the answer goes
+	// Lost, if set, is the channel a hold from zero holds closes when it
+	// is lost, if no other hold claimed it first: one the caller handed
+	// out before it held (a handle's Lost taken while nothing was held
+	// belongs to its next hold). Otherwise the actor makes one.
+	Lost *LostChan
+	// OnLost, if set, is called once if the hold this grant joins is later
+	// lost (a group coordinator hears of its members' losses so). It must
+	// not block.
+	OnLost func()
 }
+
+// LostChan is a Lost channel handed out before the hold that closes it
+// exists. Several acquisitions may carry it (goroutines sharing a Mutex);
+// the first hold from zero that claims it is its owner, and a grant
+// nobody took gives it up again.
+type LostChan struct {
+	C       chan struct{}
+	claimed atomic.Bool
+}
+
+// NewLostChan returns an unclaimed channel.
+func NewLostChan() *LostChan { return &LostChan{C: make(chan struct{})} }
+
+// Claim makes the caller's hold the channel's owner; false if another
+// hold claimed it first (or l is nil).
+func (l *LostChan) Claim() bool { return l != nil && l.claimed.CompareAndSwap(false, true) }
+
+// Unclaim gives the channel up: the hold that claimed it never reached its
+// caller, and never closes it.
+func (l *LostChan) Unclaim() { l.claimed.Store(false) }
+
+// Claimed reports whether a hold has claimed the channel.
+func (l *LostChan) Claimed() bool { return l.claimed.Load() }
 
 // Release asks for one hold of Owner in Mode to be given back (on a
 // semaphore: Permits permits). The actor gives it up at once and keeps
@@ -47,7 +79,8 @@ type Release struct {
 type ReleaseResult struct {
 	NotHeld bool  // Owner held nothing (or no longer)
 	Gone    bool  // that was Owner's last hold in this view
-	Err     error // a Redis error; the actor retries in the background
+	Err     error // a Redis error (or why the release could not be sent)
+	Pending bool  // with Err: the actor goes on releasing in the background
 }
 
 // Answer delivers res once; later answers are dropped, and answering never

@@ -133,7 +133,7 @@ func (b *batcher) flush() {
 	for {
 		b.redispatch()
 		if calls := b.take(); len(calls) > 0 {
-			b.send(calls[0].ctx, calls, 0)
+			b.send(calls, 0)
 			b.giveBack(calls)
 			continue
 		}
@@ -182,9 +182,12 @@ func (b *batcher) giveBack(calls []*batchCall) {
 	}
 }
 
-// close refuses calls from now on, tells the submitted calls still pending
-// that they were not sent, and waits, until deadline, for the flusher to
-// end (a pipeline in flight ends when go-redis returns).
+// close refuses calls from now on, lets the flusher send what is already
+// queued (a closing Client's latch deletions among it; calls whose ctx has
+// ended are dropped as they leave, see dropStale), and waits, until
+// deadline, for it to end (a pipeline in flight ends when go-redis
+// returns). Calls still queued then, and those waiting to be sent again,
+// are told they were not sent.
 func (b *batcher) close(deadline time.Time) bool {
 	b.mu.Lock()
 	if b.closed {
@@ -192,16 +195,21 @@ func (b *batcher) close(deadline time.Time) bool {
 		return syncx.WaitUntil(&b.flushers, deadline)
 	}
 	b.closed = true
-	dropped := append(b.later, b.pending...)
-	b.pending, b.later = nil, nil
+	later := b.later
+	b.later = nil
 	close(b.stop)
+	b.mu.Unlock()
+	ended := syncx.WaitUntil(&b.flushers, deadline)
+	b.mu.Lock()
+	dropped := append(later, b.pending...)
+	b.pending = nil
 	b.mu.Unlock()
 	for _, c := range dropped {
 		if c.then != nil {
 			c.then(Reply{Err: notSent{ErrClosed}})
 		}
 	}
-	return syncx.WaitUntil(&b.flushers, deadline)
+	return ended
 }
 
 // send runs calls as one pipeline of EVALSHA. With replica sync on, one WAIT
@@ -219,10 +227,11 @@ func (b *batcher) close(deadline time.Time) bool {
 // again (SCRIPT FLUSH, a switch to a replica that never loaded them, and
 // back) still reaches no caller. A call answered TRYAGAIN, MOVED or ASK is
 // sent again later (batch_retry.go).
-func (b *batcher) send(ctx context.Context, calls []*batchCall, round int) {
+func (b *batcher) send(calls []*batchCall, round int) {
 	if calls = b.dropStale(calls); len(calls) == 0 {
 		return
 	}
+	ctx := calls[0].ctx // the pipeline's: the first call still wanted
 	b.resolvePublish(ctx, calls)
 	rdb := b.client()
 	t := b.c.targetAt(ctx, b.addr, rdb)
@@ -276,7 +285,7 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, round int) {
 		b.answer(c, cmds[i], short, rdb)
 	}
 	if len(again) > 0 {
-		b.send(ctx, again, round+1)
+		b.send(again, round+1)
 	}
 }
 
@@ -284,14 +293,22 @@ func (b *batcher) send(ctx context.Context, calls []*batchCall, round int) {
 // stale (see batchCall.stale).
 var ErrStale = errors.New("lockactor: call not sent: no longer wanted")
 
-// dropStale answers the calls that have become stale, without sending
-// them, and returns the others, in order (in calls' own array).
+// dropStale answers the calls that have become stale, or whose ctx has
+// ended (their Client is closing), without sending them, and returns the
+// others, in order (in calls' own array).
 func (b *batcher) dropStale(calls []*batchCall) []*batchCall {
 	kept := calls[:0]
 	for _, c := range calls {
-		if c.stale != nil && c.stale() {
+		var why error
+		switch {
+		case c.stale != nil && c.stale():
+			why = ErrStale
+		case c.ctx.Err() != nil:
+			why = c.ctx.Err()
+		}
+		if why != nil {
 			if c.then != nil {
-				c.then(Reply{Err: notSent{ErrStale}})
+				c.then(Reply{Err: notSent{why}})
 			}
 			continue
 		}
@@ -361,6 +378,7 @@ func (b *batcher) resolvePublish(ctx context.Context, calls []*batchCall) {
 // its slot's master then (with that master's WAIT).
 func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short error, rdb redis.UniversalClient) {
 	r := Reply{Val: cmd.Val(), Err: cmd.Err()}
+	b.c.noteReply(r.Err)
 	if r.Err == nil && r.Val == LatchNil {
 		r = Reply{Err: redis.Nil}
 	}

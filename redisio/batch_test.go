@@ -107,7 +107,7 @@ func TestNoScriptKeepsOrderOnOneSlot(t *testing.T) {
 	}
 	var replies []Reply
 	record := func(r Reply) { replies = append(replies, r) }
-	c.batch.send(ctx, []*batchCall{
+	c.batch.send([]*batchCall{
 		newCall(ctx, first, []string{key}, nil, record),
 		newCall(ctx, second, []string{"{order}:other"}, nil, record),
 		newCall(ctx, alone, []string{"{alone}"}, nil, record),

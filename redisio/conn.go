@@ -28,6 +28,13 @@ type Conn struct {
 	calls   sync.WaitGroup
 	masters map[string]*batcher      // a Cluster's batchers, by master address
 	directs map[string]*redis.Client // clients of one server each, for checks after a master switch (master.go)
+	// shadowed is the shadow client (shadow.go); forgets the latches to
+	// delete at Close, with the last request each may record.
+	shadowed   redis.UniversalClient
+	shadowGone bool // closed: no shadow is made again
+	forgets    map[string]uint64
+
+	health health // what was last heard from Redis (health.go)
 
 	warnMu sync.Mutex
 	warned map[string]bool // once-per-Client warnings already logged (see warnOnce)
@@ -95,7 +102,11 @@ func (c *Conn) Close(deadline time.Time) bool {
 		batched = b.close(deadline) && batched
 	}
 	ended := syncx.WaitUntil(&c.calls, deadline) && batched
+	if batched {
+		c.forgetAll(deadline) // a batcher still sending could write a latch after
+	}
 	c.closeDirects()
+	c.closeShadow()
 	return ended
 }
 
@@ -114,15 +125,19 @@ func Guard[T any](ctx context.Context, c *Conn, fn func(context.Context) (T, err
 		if c.isClosed() {
 			return zero, ErrClosed
 		}
-		return fn(ctx)
+		v, err := fn(ctx)
+		c.noteReply(err)
+		return v, err
 	}
 	type result struct {
 		v   T
 		err error
 	}
+	start := time.Now()
 	done := make(chan result, 1)
 	if !c.spawn(func() {
 		v, err := fn(context.WithoutCancel(ctx))
+		c.noteReply(err)
 		done <- result{v, err}
 	}) {
 		return zero, ErrClosed
@@ -131,7 +146,7 @@ func Guard[T any](ctx context.Context, c *Conn, fn func(context.Context) (T, err
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		return zero, c.CtxErr(ctx, start)
 	}
 }
 

@@ -90,7 +90,7 @@ func Unknown(err error) bool {
 	}
 	var re redis.Error
 	var ns notSent
-	return !errors.As(err, &re) && !errors.As(err, &ns)
+	return !errors.As(err, &re) && !errors.As(err, &ns) && !dialFailed(err)
 }
 
 // Final reports whether err is Redis refusing a command for what its key

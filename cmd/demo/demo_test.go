@@ -15,7 +15,7 @@ func TestMain(m *testing.M) {
 		// After dial failures (redlock's stopped nodes, the unreachable
 		// server tests) go-redis runs a tryDial goroutine that can outlive
 		// the client's Close by about a second.
-		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
 	)
 }
 

@@ -126,6 +126,17 @@ func (s *Server) Port() int { return s.port }
 // Embedded reports whether s is the in-process miniredis fallback.
 func (s *Server) Embedded() bool { return s.mini != nil }
 
+// NeedsReal skips the test when s is the miniredis fallback, saying what
+// the test needs that the fallback cannot give and how to install a real
+// server. Under LOCKACTOR_REQUIRE_REDIS=1 there is no fallback (Start
+// fails first), so nothing is skipped.
+func (s *Server) NeedsReal(tb testing.TB, what string) {
+	tb.Helper()
+	if s.Embedded() {
+		tb.Skipf("needs a real redis-server (%s); install one with: apt-get install -y redis-server", what)
+	}
+}
+
 // LogPath returns the file holding redis-server's log (all launches,
 // appended), or "" for the embedded fallback.
 func (s *Server) LogPath() string { return s.log }

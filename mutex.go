@@ -1,0 +1,116 @@
+package lockactor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lockactor/lockactor/actors"
+)
+
+// A Mutex is a lock that goroutines share the way they share a sync.Mutex:
+// store it once, and any goroutine may Lock it; a Lock while it is held,
+// from any goroutine (the holder's own included), waits for its Unlock.
+// It is not reentrant. Each acquisition is a new owner in Redis, a fresh
+// field of Redisson's lock hash, so Java Redisson clients, *Lock handles
+// and other Mutexes of the name (in this process or another) exclude it.
+//
+// Unlock releases the current hold whichever goroutine calls it, and
+// returns ErrNotHeld when nothing is held. Lost, Extend, WithLease and
+// WithWait behave as for the current hold of a *Lock. The waiters of one
+// Client get the lock straight from the holder's Unlock, in the same
+// script, as handles of a name do.
+//
+// Use a *Lock (one handle per owner) for Redisson's per-owner reentrancy;
+// use a Mutex where goroutines share the lock.
+type Mutex struct {
+	c    *Client
+	name string
+	box  lostBox
+
+	mu  sync.Mutex
+	cur *Lock // the handle of the current hold; nil when nothing is held
+}
+
+// Mutex returns a mutex on the lock name that goroutines may share. An
+// empty name surfaces as ErrInvalidArgument from its first call.
+func (c *Client) Mutex(name string) *Mutex { return &Mutex{c: c, name: name} }
+
+var _ Locker = (*Mutex)(nil)
+
+// Name is the lock's name, the Redis key of its hash.
+func (m *Mutex) Name() string { return m.name }
+
+// Lock waits until the mutex is held or ctx ends (then the error matches
+// ctx.Err() and nothing is held). WithWait is refused: Lock waits for ctx.
+func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) error {
+	l := m.handle()
+	if err := l.Lock(ctx, opts...); err != nil {
+		return err
+	}
+	m.took(l)
+	return nil
+}
+
+// TryLock makes one attempt, or waits up to WithWait; (false, nil) when the
+// mutex was not acquired.
+func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (bool, error) {
+	l := m.handle()
+	ok, err := l.TryLock(ctx, opts...)
+	if err != nil || !ok {
+		return false, err
+	}
+	m.took(l)
+	return true, nil
+}
+
+// Unlock releases the current hold, whichever goroutine took it; ErrNotHeld
+// when nothing is held. Its other errors are Lock.Unlock's.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	m.mu.Lock()
+	l := m.cur
+	m.cur = nil
+	m.mu.Unlock()
+	if l == nil {
+		if err := checkLock(ctx, m.c, kindMutex, m.name); err != nil {
+			return err
+		}
+		return kindMutex.err(m.name, ErrNotHeld)
+	}
+	m.box.free()
+	return l.Unlock(ctx)
+}
+
+// Lost is closed when the current hold ends before its Unlock (see
+// Lock.Lost); taken while nothing is held, it is the channel the next
+// hold, whichever goroutine takes it, will close.
+func (m *Mutex) Lost() <-chan struct{} { return m.box.get() }
+
+// Extend gives the current hold, taken WithLease, lease more from now (see
+// Lock.Extend); ErrNotHeld when nothing is held.
+func (m *Mutex) Extend(ctx context.Context, lease time.Duration) error {
+	m.mu.Lock()
+	l := m.cur
+	m.mu.Unlock()
+	if l == nil {
+		l = m.handle() // validates ctx and lease; then holds nothing
+	}
+	return l.Extend(ctx, lease)
+}
+
+// handle is a fresh owner for one acquisition, whose hold closes the
+// channel the mutex hands out for its next hold.
+func (m *Mutex) handle() *Lock {
+	l := m.c.newLock(actors.KindLock, m.name)
+	l.mutex = true
+	l.box.share(&m.box)
+	return l
+}
+
+// took makes l's hold the mutex's current one.
+func (m *Mutex) took(l *Lock) {
+	m.box.held(l.box.current())
+	m.mu.Lock()
+	m.cur = l
+	m.mu.Unlock()
+}

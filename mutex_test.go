@@ -1,0 +1,197 @@
+package lockactor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+// The program a Go developer writes first: one lock stored once, like a
+// sync.Mutex field, used by four goroutines 10ms apart, each inside for
+// 50ms. With a Mutex one goroutine is inside at a time; with a *Lock handle
+// per goroutine, the same. (A *Lock shared the same way is one owner and
+// lets them all in: that is what Mutex is for.)
+func TestSharedMutexExcludesGoroutines(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	tests := []struct {
+		name string
+		lock func(i int) lockactor.Locker
+	}{
+		{"one Mutex shared", func() func(int) lockactor.Locker {
+			mu := c.Mutex("shared-mutex")
+			return func(int) lockactor.Locker { return mu }
+		}()},
+		{"a Lock handle per goroutine", func(int) lockactor.Locker { return c.Lock("handle-each") }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var inside, most atomic.Int32
+			var wg sync.WaitGroup
+			for i := range 4 {
+				l := tc.lock(i)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					time.Sleep(time.Duration(i) * 10 * time.Millisecond)
+					if err := l.Lock(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+					n := inside.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					time.Sleep(50 * time.Millisecond)
+					inside.Add(-1)
+					if err := l.Unlock(ctx); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			wg.Wait()
+			if n := most.Load(); n != 1 {
+				t.Fatalf("most goroutines inside at once: %d, want 1", n)
+			}
+		})
+	}
+}
+
+// A Mutex is not reentrant, and any goroutine may unlock its hold.
+func TestMutexLikeSyncMutex(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 10*time.Second)
+	mu := c.Mutex("like-sync")
+	if err := mu.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("Unlock of a free Mutex = %v, want ErrNotHeld", err)
+	}
+	if err := mu.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := mu.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock of the holding Mutex = %v, %v; want false (not reentrant)", ok, err)
+	}
+	if ok, err := c.Lock("like-sync").TryLock(ctx); ok || err != nil {
+		t.Fatalf("a Lock handle's TryLock while the Mutex holds = %v, %v", ok, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mu.Unlock(ctx) }() // another goroutine unlocks
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := mu.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the other goroutine's Unlock = %v, %v", ok, err)
+	}
+	if err := mu.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := mu.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) || mu.Name() != "like-sync" {
+		t.Fatalf("second Unlock = %v, want ErrNotHeld", err)
+	}
+}
+
+// Lost keeps its promise: a channel taken before Lock is the one the hold
+// closes; a WithLease hold's closes when its lease ends; after Unlock the
+// next channel is fresh. For a Lock, a Mutex, a MultiLock and a RedLock.
+func TestLostBeforeLockAndAtLeaseEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	const lease = 300 * time.Millisecond
+	tests := []struct {
+		name string
+		l    lockactor.Locker
+	}{
+		{"Lock", c.Lock("lost-lock")},
+		{"Mutex", c.Mutex("lost-mutex")},
+		{"MultiLock", lockactor.NewMultiLock(c.Lock("lost-m1"), c.Lock("lost-m2"))},
+		{"RedLock", lockactor.NewRedLock(c.Lock("lost-r1"), c.Lock("lost-r2"), c.Lock("lost-r3"))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.l.Lost() // taken while nothing is held
+			start := time.Now()
+			if err := tc.l.Lock(ctx, lockactor.WithLease(lease)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.l.Lost() != before {
+				t.Fatal("Lost after Lock is not the channel taken before it")
+			}
+			select {
+			case <-before:
+				t.Fatal("Lost closed right after Lock")
+			case <-time.After(lease / 3):
+			}
+			select {
+			case <-before:
+				if d := time.Since(start); d > lease+time.Second {
+					t.Fatalf("Lost closed %v after Lock, lease %v", d, lease)
+				}
+			case <-time.After(lease + 2*time.Second):
+				t.Fatalf("Lost still open %v after a %v lease began", time.Since(start), lease)
+			}
+			// Lost closes when the lease ends counted from the grant's send;
+			// Redis counts from when it ran the script, a little later, so
+			// the release may still find the hold.
+			if err := tc.l.Unlock(ctx); err != nil && !errors.Is(err, lockactor.ErrNotHeld) && !errors.Is(err, lockactor.ErrNoQuorum) {
+				t.Fatalf("Unlock as the lease ran out = %v, want nil or ErrNotHeld", err)
+			}
+			next := tc.l.Lost()
+			if next == before {
+				t.Fatal("after Unlock, Lost is still the old hold's")
+			}
+			if err := tc.l.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-next:
+				t.Fatal("the next hold's Lost closed though it was unlocked")
+			case <-time.After(20 * time.Millisecond):
+			}
+		})
+	}
+}
+
+// After Close, Redis holds nothing of the Client's own bookkeeping: each
+// name it used leaves no request record (before, one key per name, for an
+// hour).
+func TestCloseLeavesNoRecords(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	c, err := lockactor.New(srv.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 20*time.Second)
+	for i := range 100 {
+		l := c.Lock("invoice:" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := c.Semaphore("sem-close").TrySetPermits(ctx, 1); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if n := len(admin.Keys(ctx, "lockactor_latch:*").Val()); n < 100 {
+		t.Fatalf("%d request records while the Client runs, want one per name", n)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := admin.Keys(context.Background(), "lockactor_latch:*"+c.ID()+"*").Val(); len(left) != 0 {
+		t.Fatalf("%d request records left after Close, e.g. %s", len(left), left[0])
+	}
+}
