@@ -16,6 +16,10 @@ import (
 //
 // A Lost closing after an Unlock that failed is not reported otherwise: the
 // runtime keeps releasing in the background and may find the hold expired.
+// Nor is one that closed while an Unlock was out that the hold's fixed
+// lease had outlived by the runtime's count (from its grant's send, which
+// Redis counts from a little later): the lease ended before the release
+// reached the actor, and the release still found the hold in Redis.
 func CheckLateLost(l *Log) []Violation {
 	byKey := map[string][]*Withheld{}
 	for i := range l.Withheld {
@@ -28,7 +32,7 @@ func CheckLateLost(l *Log) []Violation {
 	var vs []Violation
 	for i := range l.Holds {
 		h := &l.Holds[i]
-		if !h.LostLate {
+		if !h.LostLate || leaseEndedInUnlock(h) {
 			continue
 		}
 		switch {
@@ -50,4 +54,11 @@ func CheckLateLost(l *Log) []Violation {
 		}
 	}
 	return vs
+}
+
+// leaseEndedInUnlock reports whether h's Lost closed while its last Unlock
+// was out, by which time its fixed lease could have run out as the runtime
+// counts it (see CheckLateLost).
+func leaseEndedInUnlock(h *Hold) bool {
+	return h.Lease > 0 && h.LostInUnlock && !h.Done.Before(h.LeaseUntil)
 }

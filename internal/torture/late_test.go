@@ -1,6 +1,9 @@
 package torture
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestLateLost(t *testing.T) {
 	// lateLost is hold 1 of A/x by owner o, granted at 0, its last Unlock
@@ -27,6 +30,21 @@ func TestLateLost(t *testing.T) {
 		{"another owner's release", lateLost(PrimLock, OutRedis), []Withheld{withheld(105, "x", "p", "1")}, nil},
 		{"another name's release", lateLost(PrimLock, OutRedis), []Withheld{withheld(105, "y", "o", "1")}, nil},
 		{"a release before this Unlock", lateLost(PrimLock, OutRedis), []Withheld{withheld(50, "x", "o", "1")}, nil},
+		{"fixed lease outlived while the Unlock was out", func() Hold {
+			h := lateLost(PrimLock, OutOK)
+			h.Lease, h.LeaseUntil, h.LostInUnlock = 105*time.Millisecond, at(104), true
+			return h
+		}(), nil, nil},
+		{"fixed lease not yet outlived when the Unlock returned", func() Hold {
+			h := lateLost(PrimLock, OutOK)
+			h.Lease, h.LeaseUntil, h.LostInUnlock = 200*time.Millisecond, at(199), true
+			return h
+		}(), nil, []string{VLateLost}},
+		{"fixed lease outlived, Lost closed after the Unlock returned", func() Hold {
+			h := lateLost(PrimLock, OutOK)
+			h.Lease, h.LeaseUntil = 105*time.Millisecond, at(104)
+			return h
+		}(), nil, []string{VLateLost}},
 		{"Lost seen before the Unlock", func() Hold { h := hl(1, PrimLock, "A/x", "o", 0, 100); h.Lost = at(90); return h }(), nil, nil},
 	}
 	for _, tc := range tests {

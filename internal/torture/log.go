@@ -223,6 +223,9 @@ type Hold struct {
 	// and closed when the run ended (the runtime decided afterwards that
 	// the hold had been lost).
 	LostLate bool
+	// LostInUnlock: the Lost channel was closed by the time the last
+	// Unlock returned (with LostLate: it closed while that Unlock was out).
+	LostInUnlock bool
 }
 
 // Field is the hash field the hold's owner writes, as renewals name it.

@@ -276,6 +276,7 @@ func (oh *openHold) released(callIdx int) {
 	defer oh.rec.mu.Unlock()
 	h := &oh.rec.holds[oh.i]
 	h.Done, h.DoneOut = c.End, c.Out
+	h.LostInUnlock = closed(oh.lost)
 }
 
 // snapshot copies what the recorder holds now.
