@@ -207,6 +207,7 @@ func TestCountDownLatchClose(t *testing.T) {
 // go-redis sends again on a new connection, each count down once.
 func TestCountDownLatchRetriedCountDownAppliesOnce(t *testing.T) {
 	srv := redistest.Start(t)
+	srv.NeedsReal(t, "INFO commandstats, to count the scripts the server ran")
 	ctx := ctxFor(t, 20*time.Second)
 	script := scripts.Latched.CountDownDown
 

@@ -317,6 +317,7 @@ func TestHungRedisHolderSeesLost(t *testing.T) {
 
 func TestSubscriptionSurvivesReconnect(t *testing.T) {
 	srv := redistest.Start(t)
+	srv.NeedsReal(t, "CLIENT KILL TYPE pubsub")
 	rdb := srv.Client(t)
 	holder := newClient(t, srv.Client(t)).Lock("resub")
 	waiter := newClient(t, srv.Client(t)).Lock("resub")

@@ -47,20 +47,20 @@ func lockToken(t *testing.T, ctx context.Context, l *lockactor.Lock, try bool) u
 func TestFencedTokenNeverGoesBackForAClient(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
-	setBack := func(ctx context.Context, name string, top uint64) {
+	setBack := func(t *testing.T, ctx context.Context, name string, top uint64) {
 		if err := rdb.Set(ctx, tokenKey(name), top-3, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wipe := func(ctx context.Context, name string, _ uint64) {
+	wipe := func(t *testing.T, ctx context.Context, name string, _ uint64) {
 		if err := rdb.Del(ctx, tokenKey(name)).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	restart := func(context.Context, string, uint64) { srv.Restart(t) } // no persistence: every key is gone
+	restart := func(t *testing.T, _ context.Context, _ string, _ uint64) { srv.Restart(t) } // no persistence: every key is gone
 	rows := []struct {
 		name   string
-		back   func(ctx context.Context, name string, top uint64)
+		back   func(t *testing.T, ctx context.Context, name string, top uint64)
 		other  bool // the second grant goes to another handle of the Client
 		try    bool // the second grant is a TryLock
 		retire bool // the name's actor retires before the counter goes back
@@ -103,7 +103,7 @@ func TestFencedTokenNeverGoesBackForAClient(t *testing.T) {
 					t.Fatalf("a fresh name's token %d after %s's %d fell out of the memory: not above it", tok, name, top)
 				}
 			}
-			tt.back(ctx, name, top)
+			tt.back(t, ctx, name, top)
 			second := first
 			if tt.other {
 				second = c.FencedLock(name)

@@ -103,6 +103,7 @@ func TestLostHandoffReplyIsSettled(t *testing.T) {
 // TryLock takes one; a semaphore Release gives back its permits once.
 func TestResentScriptIsAppliedOnce(t *testing.T) {
 	srv := redistest.Start(t)
+	srv.NeedsReal(t, "INFO commandstats, to count the scripts the server ran")
 	proxy := redistest.NewProxy(t, srv.Addr())
 	c := newClient(t, proxy.Client(t)) // default go-redis options: retries on
 	admin := srv.Client(t)

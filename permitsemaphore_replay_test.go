@@ -75,6 +75,7 @@ func TestPermitSemaphoreReplayedRequestsApplyOnce(t *testing.T) {
 			}
 		}},
 		{"re-sent by go-redis on a new connection", func(t *testing.T, srv *redistest.Server) (*redis.Client, fault) {
+			srv.NeedsReal(t, "INFO commandstats, to count the scripts the server ran")
 			proxy := redistest.NewProxy(t, srv.Addr())
 			admin := srv.Client(t)
 			return proxy.Client(t), func(t *testing.T, script *redis.Script, call func() error) {

@@ -36,9 +36,7 @@ var spinACLs = []struct{ user, rules string }{
 func startSpinACL(t *testing.T) *redistest.Server {
 	t.Helper()
 	srv := redistest.Start(t)
-	if srv.Embedded() {
-		t.Skip("miniredis has no ACL")
-	}
+	srv.NeedsReal(t, "ACL users")
 	admin := srv.Client(t)
 	for _, u := range spinACLs {
 		args := []any{"acl", "setuser", u.user, "reset", "on", ">pw", "~*", "+@all"}

@@ -20,6 +20,7 @@ import (
 // free at the end.
 func TestSpinLockFaults(t *testing.T) {
 	srv := redistest.Start(t)
+	srv.NeedsReal(t, "CLIENT KILL, to cut the Client's connections")
 	admin := srv.Client(t)
 	const connName = "spin-faults"
 	rdb := srv.ClientWith(t, func(o *redis.Options) { o.ClientName = connName })

@@ -56,6 +56,7 @@ func TestSpinLockNeverSubscribes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
+			srv.NeedsReal(t, "CLIENT LIST, to count the subscribed connections")
 			admin := srv.Client(t)
 			const connName = "spin-under-test"
 			waiters := newClient(t, srv.ClientWith(t, func(o *redis.Options) { o.ClientName = connName }))

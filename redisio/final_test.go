@@ -49,6 +49,12 @@ func TestFinal(t *testing.T) {
 			testRedisError("ERR Error running script (call to f_8ea4): @user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value"), true},
 		{"Redis 6: a script's bug",
 			testRedisError("ERR Error running script (call to f_8ea4): @user_script:5: user_script:5: attempt to compare nil with number"), true},
+		// The in-process fallback (miniredis) reports a script's errors as
+		// compile errors.
+		{"the fallback: a script's INCRBY on a lock's hash",
+			testRedisError("ERR Error compiling script (new function): :73: WRONGTYPE Operation against a key holding the wrong kind of value stack traceback: [G]: in function 'call'"), true},
+		{"the fallback: a script's bug",
+			testRedisError("ERR Error compiling script (new function): :1: cannot perform add operation between nil and number stack traceback: :1: in main chunk"), true},
 	}
 	for _, tc := range tests {
 		if tc.name != "no error" && tc.err == nil {

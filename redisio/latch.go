@@ -134,8 +134,10 @@ func finalReply(msg string) bool {
 
 // finalERR are the texts that make an ERR reply final (see Final): a value
 // that is not a count, and errors raised inside a script (Redis 7 names the
-// script "user_script"; Redis 6 "Error running script").
-var finalERR = []string{"not an integer", "out of range", "overflow", "user_script", "Error running script"}
+// script "user_script"; Redis 6 says "Error running script"; the in-process
+// fake says "Error compiling script" for these as well as for a script that
+// does not compile, which no retry mends either).
+var finalERR = []string{"not an integer", "out of range", "overflow", "user_script", "Error running script", "Error compiling script"}
 
 // notSent is an error met before a request was written (the servers could
 // not be asked what they support): the request certainly did not run.

@@ -33,6 +33,7 @@ func TestSameServer(t *testing.T) {
 // the key has no TTL.
 func TestHoldsOnReadsTheServerNamed(t *testing.T) {
 	pooled, other := redistest.Start(t), redistest.Start(t)
+	pooled.NeedsReal(t, "INFO server, to tell which server a pool reaches")
 	ctx := context.Background()
 	c := testConn(t, pooled.Client(t), ShardOff)
 	o := other.Client(t)

@@ -46,7 +46,7 @@ func TestUnlockPublishRefused(t *testing.T) {
 		for _, pub := range []string{"publish", ""} {
 			t.Run(u.name+"/"+strconv.Quote(pub), func(t *testing.T) {
 				if u.name != "default" && srv.Embedded() {
-					t.Skip("miniredis has no ACL")
+					srv.NeedsReal(t, "ACL users")
 				}
 				rdb := admin
 				if u.name != "default" {

@@ -208,7 +208,7 @@ func TestProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer raw.Close()
-			if _, err := io.WriteString(raw, "BLPOP list 10\r\n"); err != nil {
+			if _, err := io.WriteString(raw, "*3\r\n$5\r\nBLPOP\r\n$4\r\nlist\r\n$2\r\n10\r\n"); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, "both BLPOPs reached the proxy", func() bool {

@@ -181,7 +181,7 @@ func newClient(tb testing.TB, addr string, configure func(*redis.Options)) *redi
 // a server that already exited does nothing.
 func (s *Server) Kill(tb testing.TB) {
 	tb.Helper()
-	s.needReal(tb, "Kill")
+	s.NeedsReal(tb, "Kill")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.p.exited() {
@@ -210,7 +210,7 @@ func (s *Server) Resume(tb testing.TB) {
 // for its state to follow.
 func (s *Server) signalRunning(tb testing.TB, what string, sig syscall.Signal) {
 	tb.Helper()
-	s.needReal(tb, what)
+	s.NeedsReal(tb, what)
 	err := func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -234,7 +234,7 @@ func (s *Server) signalRunning(tb testing.TB, what string, sig syscall.Signal) {
 // is briefly unavailable it retries for a few seconds.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	s.needReal(tb, "Restart")
+	s.NeedsReal(tb, "Restart")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopLocked()
@@ -281,12 +281,5 @@ func (s *Server) stopLocked() {
 	case <-s.p.done:
 	case <-t.C:
 		_ = s.p.kill()
-	}
-}
-
-func (s *Server) needReal(tb testing.TB, what string) {
-	tb.Helper()
-	if s.mini != nil {
-		tb.Skipf("needs a real redis-server: %s cannot be done to the in-process miniredis fallback (install redis-server)", what)
 	}
 }
