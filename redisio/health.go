@@ -52,15 +52,22 @@ func (c *Conn) noteReply(err error) {
 
 // Reachable reports whether Redis can be reached, as far as one quick
 // look tells: at once (nil) if the Conn has heard from Redis since its
-// last failure, or heard from any of its servers within recentReply (on a
-// Cluster one stopped master must not hold up calls to the others); else
-// by one PING on the shadow client, which does not retry, shared by the
-// callers that ask meanwhile and bounded by reachProbe. Only a failure to
+// last failure, or heard from any of its servers within recentReply; else,
+// on a single server or a Sentinel group (not a Cluster), by one PING on
+// the shadow client, which does not retry, shared by the
+// callers that ask meanwhile and bounded by reachTimeout. Only a failure to
 // connect (a refused connection, an unknown host) is returned, at once and
 // naming why; a PING that is slow or answered with an error says nothing
 // the call itself will not find out, and the call goes on.
 func (c *Conn) Reachable(ctx context.Context) error {
 	if c.health.answered.Load() || time.Since(time.Unix(0, c.health.lastReply.Load())) < recentReply {
+		return nil
+	}
+	if _, single := c.rdb.(*redis.Client); !single {
+		// A Cluster client's PING first loads the slot map, from any node,
+		// and go-redis does not always end that with the ctx (5 s, once in
+		// a few tries, with a master stopped by SIGSTOP): a Cluster's calls
+		// find out for themselves.
 		return nil
 	}
 	c.health.mu.Lock()
@@ -74,9 +81,16 @@ func (c *Conn) Reachable(ctx context.Context) error {
 		}
 	}
 	c.health.mu.Unlock()
+	// The PING's own bound is go-redis's to keep; a caller waits no longer
+	// than that bound whatever go-redis does (a Cluster's shadow may first
+	// load its slot map from a stopped node).
+	wait := time.NewTimer(reachTimeout)
+	defer wait.Stop()
 	select {
 	case <-p.done:
 		return p.err
+	case <-wait.C:
+		return nil // no answer yet proves nothing: the call goes on
 	case <-ctx.Done():
 		return nil // the caller's ctx ended: its call says so
 	}
@@ -160,6 +174,9 @@ const silenceProbe = 250 * time.Millisecond
 // probe PINGs Redis on the shadow client for at most silenceProbe: nil if
 // it answered, else why not.
 func (c *Conn) probe() error {
+	if _, single := c.rdb.(*redis.Client); !single {
+		return nil // a Cluster's PING may outlast its ctx: see Reachable
+	}
 	sh := c.shadow()
 	if sh == nil {
 		return nil
