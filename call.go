@@ -25,10 +25,7 @@ func (c *Client) await(ctx context.Context, key actors.Key, m *messages.Acquire,
 	}
 	send := func(msg any) error { return c.rt.Send(key, msg) }
 	res, err := await(ctx, send, c.done, m, expired, giveBack)
-	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		err = c.ctxErr(ctx, start)
-	}
-	return res, err
+	return res, c.named(ctx, start, err)
 }
 
 // reachable checks, when the Client has not heard from Redis since its last
@@ -42,13 +39,17 @@ func (c *Client) reachable(ctx context.Context) error {
 	return nil
 }
 
-// ctxErr is ctx's error for a call that began at start, naming the last
-// Redis error if Redis could not be reached meanwhile (redisio.CtxErr).
-func (c *Client) ctxErr(ctx context.Context, start time.Time) error {
+// named is err, what ended a wait that began at start; when that was ctx,
+// the error names the last Redis error if Redis could not be reached
+// meanwhile (redisio.CtxErr).
+func (c *Client) named(ctx context.Context, start time.Time, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
+	}
 	if io := c.rt.IO(); io != nil {
 		return io.CtxErr(ctx, start)
 	}
-	return ctx.Err()
+	return err
 }
 
 // await is Client.await for any destination: send delivers to the actor,
@@ -89,10 +90,7 @@ func await(ctx context.Context, send func(any) error, done <-chan struct{}, m *m
 func (c *Client) release(ctx context.Context, send func(any) error, m *messages.Release) (messages.ReleaseResult, error) {
 	start := time.Now()
 	res, err := awaitRelease(ctx, send, c.done, m)
-	if err != nil && !errors.Is(err, ErrClosed) {
-		err = c.ctxErr(ctx, start)
-	}
-	return res, err
+	return res, c.named(ctx, start, err)
 }
 
 // awaitRelease sends a Release that carries its own reply channel and waits

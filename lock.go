@@ -2,7 +2,6 @@ package lockactor
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -258,9 +257,7 @@ func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	send := func(msg any) error { return l.c.rt.Send(l.key, msg) }
 	start := time.Now()
 	res, err := awaitReply(ctx, send, l.c.done, m, m.Reply)
-	if err != nil && !errors.Is(err, ErrClosed) {
-		err = l.c.ctxErr(ctx, start)
-	}
+	err = l.c.named(ctx, start, err)
 	switch {
 	case err != nil:
 		return l.what().err(l.name, err)

@@ -2,7 +2,6 @@ package lockactor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -98,7 +97,7 @@ func (s *Semaphore) adjust(ctx context.Context, m *messages.Adjust) (messages.Ad
 	return sendAdjust(ctx, s.c, s.key, kindSemaphore, s.name, m)
 }
 
-// adjustPermits sends m to the actor of key (a Semaphore's or a
+// sendAdjust sends m to the actor of key (a Semaphore's or a
 // PermitSemaphore's) and waits for its answer, ctx or Close.
 func sendAdjust(ctx context.Context, c *Client, key actors.Key, k kind, name string, m *messages.Adjust) (messages.AdjustResult, error) {
 	start := time.Now()
@@ -108,9 +107,7 @@ func sendAdjust(ctx context.Context, c *Client, key actors.Key, k kind, name str
 	m.Reply = make(chan messages.AdjustResult, 1)
 	send := func(msg any) error { return c.rt.Send(key, msg) }
 	res, err := awaitReply(ctx, send, c.done, m, m.Reply)
-	if err != nil && !errors.Is(err, ErrClosed) {
-		err = c.ctxErr(ctx, start)
-	}
+	err = c.named(ctx, start, err)
 	if err == nil {
 		err = res.Err
 	}

@@ -137,13 +137,10 @@ func (a *fairActor) attemptFailed(m *messages.Acquire, w *fairWaiter, err error)
 func (a *fairActor) grant(m *messages.Acquire, sent time.Time) {
 	k := holdKey{m.Owner, messages.Exclusive}
 	h := a.granted(k, sent, m.Lease, 0, m.Lost)
-	first := h.offer()
-	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost}) {
-		h.withdraw(m, first)
+	if !h.handTo(m, messages.Result{}) {
 		a.owe(&a.owed, k, nil)
 		return
 	}
-	h.whenLost(m.OnLost)
 	if m.Lease == 0 {
 		a.arm(renewAfter(sent, a.watchdog))
 	}
@@ -179,7 +176,7 @@ func (r *fairRelease) unknown() { r.o.answer(messages.ReleaseResult{NotHeld: tru
 
 func (r *fairRelease) fail(err error) {
 	r.a.redisError(OpRelease, err)
-	r.o.answer(messages.ReleaseResult{Err: err, Pending: true}) // settled, then sent again if need be
+	r.o.answer(pendingRelease(err)) // settled, then sent again if need be
 }
 
 func (a *fairActor) released(o *owed, r redisio.Reply) {

@@ -115,6 +115,21 @@ func (h *hold) timeUp() {
 	}
 }
 
+// handTo answers the grant m asked for with res, which it completes with
+// the hold's Lost, and makes the hold the caller's (offer) and its loss
+// the caller's hook's (whenLost); false when the caller had gone (the
+// grant is withdrawn: the caller's actor gives the hold back).
+func (h *hold) handTo(m *messages.Acquire, res messages.Result) bool {
+	first := h.offer()
+	res.Granted, res.Lost = true, h.lost
+	if !m.Req.Answer(res) {
+		h.withdraw(m, first)
+		return false
+	}
+	h.whenLost(m.OnLost)
+	return true
+}
+
 // offer marks the hold handed to its caller before the grant's answer goes
 // out, so that a loss racing the answer closes the caller's Lost; first
 // reports whether no earlier grant of the hold had reached its caller.

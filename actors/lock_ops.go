@@ -150,14 +150,11 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 	// Until this hold ends, other waiters would be refused (readers still
 	// share a read hold).
 	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
-	first := h.offer()
-	if !m.Req.Answer(messages.Result{Granted: true, Lost: h.lost, Token: h.token}) {
+	if !h.handTo(m, messages.Result{Token: h.token}) {
 		a.rt.cfg.Logger.Debug("lockactor: grant given back: its caller had gone", "lock", a.key.Name, "owner", m.Owner)
-		h.withdraw(m, first)
 		a.owe(k, nil)
 		return
 	}
-	h.whenLost(m.OnLost)
 	if m.Lease == 0 {
 		a.arm(renewAfter(sent, a.watchdog))
 	}
@@ -259,7 +256,7 @@ func (r *lockRelease) unknown() {
 
 func (r *lockRelease) fail(err error) {
 	r.a.redisError(OpRelease, err)
-	r.o.answer(messages.ReleaseResult{Err: err, Pending: true}) // settled, then sent again if need be
+	r.o.answer(pendingRelease(err)) // settled, then sent again if need be
 }
 
 // handoffTarget is the waiter o's release may hand the lock to in the same

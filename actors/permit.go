@@ -130,8 +130,7 @@ func (r *permGiveBack) run(op redisio.Op) redisio.Reply {
 func (r *permGiveBack) apply(rep redisio.Reply) {
 	n, err := rep.Int()
 	if err != nil {
-		r.a.redisError(OpRelease, err)
-		r.o.answer(messages.ReleaseResult{Err: err, Pending: !redisio.Final(err)})
+		r.fail(err)
 		r.a.retryGiveBack(r.o, err)
 		return
 	}
@@ -141,7 +140,7 @@ func (r *permGiveBack) apply(rep redisio.Reply) {
 
 func (r *permGiveBack) fail(err error) {
 	r.a.redisError(OpRelease, err)
-	r.o.answer(messages.ReleaseResult{Err: err, Pending: true})
+	r.o.answer(pendingRelease(err))
 }
 
 // unknown: the permit is taken as given back; if it was not, its lease

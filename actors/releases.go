@@ -95,7 +95,7 @@ func tellStalled(direct *[]*messages.Acquire, q *owedQueue, err error) {
 	clear((*direct)[len(kept):])
 	*direct = kept
 	for _, o := range q.items {
-		o.answer(messages.ReleaseResult{Err: err, Pending: true})
+		o.answer(pendingRelease(err))
 	}
 }
 
@@ -142,10 +142,17 @@ func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
 		o.answer(messages.ReleaseResult{NotHeld: true})
 		return
 	case o.tries >= 2 && err != nil:
-		o.answer(messages.ReleaseResult{Err: err, Pending: true})
+		o.answer(pendingRelease(err))
 	}
 	o.later(now, min(owedMax, hb.leaseOf(o.h.lease)/3))
 	q.push(o)
+}
+
+// pendingRelease is the answer to a release whose try Redis failed: the
+// error, and whether the runtime goes on releasing in the background (for
+// every error but a refusal for good, redisio.Final).
+func pendingRelease(err error) messages.ReleaseResult {
+	return messages.ReleaseResult{Err: err, Pending: !redisio.Final(err)}
 }
 
 // refusedForGood reports, and logs, a release that Redis refused for good

@@ -105,8 +105,7 @@ func (r *semGiveBack) run(op redisio.Op) redisio.Reply {
 
 func (r *semGiveBack) apply(rep redisio.Reply) {
 	if _, err := rep.Int(); err != nil {
-		r.a.redisError(OpRelease, err)
-		r.o.answer(messages.ReleaseResult{Err: err, Pending: !redisio.Final(err)})
+		r.fail(err)
 		r.a.retryGiveBack(r.o, err)
 		return
 	}
@@ -116,7 +115,7 @@ func (r *semGiveBack) apply(rep redisio.Reply) {
 
 func (r *semGiveBack) fail(err error) {
 	r.a.redisError(OpRelease, err)
-	r.o.answer(messages.ReleaseResult{Err: err, Pending: true})
+	r.o.answer(pendingRelease(err))
 }
 
 // unknown: the permits are taken as given back; sending them again could

@@ -238,7 +238,9 @@ func (b *batcher) send(calls []*batchCall, round int) {
 	if len(calls) == 1 && t.need == 0 {
 		// A lone call: EVALSHA with EVAL fallback, no pipeline.
 		c := calls[0]
-		b.answer(c, c.run(ctx, rdb), nil, rdb)
+		cmd := c.run(ctx, rdb)
+		b.c.noteReply(cmd.Err())
+		b.answer(c, cmd, nil, rdb)
 		return
 	}
 	pipe := rdb.Pipeline()
@@ -261,8 +263,9 @@ func (b *batcher) send(calls []*batchCall, round int) {
 	if t.need > 0 {
 		wait = b.c.queueWait(ctx, pipe, t)
 	}
-	_, _ = pipe.Exec(ctx) // errors are per command
-	var short error       // why the pipeline counts as unconfirmed
+	_, _ = pipe.Exec(ctx)        // errors are per command
+	b.c.noteReply(cmds[0].Err()) // a broken connection fails them all alike
+	var short error              // why the pipeline counts as unconfirmed
 	if wait != nil {
 		acks, err := waitAcks(wait)
 		switch {
@@ -378,7 +381,6 @@ func (b *batcher) resolvePublish(ctx context.Context, calls []*batchCall) {
 // its slot's master then (with that master's WAIT).
 func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short error, rdb redis.UniversalClient) {
 	r := Reply{Val: cmd.Val(), Err: cmd.Err()}
-	b.c.noteReply(r.Err)
 	if r.Err == nil && r.Val == LatchNil {
 		r = Reply{Err: redis.Nil}
 	}
