@@ -8,6 +8,13 @@ import "github.com/lockactor/lockactor/actors"
 // OwnerOf is the hash field a handle writes: "<clientUUID>:<handleID>".
 func OwnerOf(l *Lock) string { return l.owner }
 
+// MutexHolder is the handle of m's current hold; nil when nothing is held.
+func MutexHolder(m *Mutex) *Lock {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur
+}
+
 // ActorCount is the number of lock actors (coordinators included) the
 // Client's runtime has registered now.
 func ActorCount(c *Client) int { return c.rt.Actors() }

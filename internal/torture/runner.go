@@ -29,8 +29,12 @@ type Config struct {
 	// OwnerOf gives a handle's hash field (lockactor's export_test.go
 	// OwnerOf: only the package's own tests can see it, so they pass it in).
 	OwnerOf func(*lockactor.Lock) string
-	Workers int                  // 0: 32
-	Logf    func(string, ...any) // progress lines; nil: none
+	// MutexHolder gives the handle of a Mutex's current hold (lockactor's
+	// export_test.go MutexHolder), whose hash field and Lost the checks
+	// follow; nil: the workload takes no Mutex.
+	MutexHolder func(*lockactor.Mutex) *lockactor.Lock
+	Workers     int                  // 0: 32
+	Logf        func(string, ...any) // progress lines; nil: none
 	// DumpPath, if set, receives the whole event log as text (Log.Dump).
 	DumpPath string
 	// Options are added to every workload Client's (the package's tests
@@ -71,6 +75,25 @@ type client struct {
 	name, server string
 	c            *lockactor.Client
 	rdb          redis.UniversalClient
+
+	mu      sync.Mutex
+	mutexes map[string]*lockactor.Mutex // one per name, shared by every worker
+}
+
+// mutex is the Client's Mutex of name, which all its workers share, as
+// goroutines share a sync.Mutex.
+func (cl *client) mutex(name string) *lockactor.Mutex {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	m := cl.mutexes[name]
+	if m == nil {
+		if cl.mutexes == nil {
+			cl.mutexes = make(map[string]*lockactor.Mutex)
+		}
+		m = cl.c.Mutex(name)
+		cl.mutexes[name] = m
+	}
+	return m
 }
 
 type runner struct {

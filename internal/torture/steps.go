@@ -343,3 +343,34 @@ func (w *worker) forceStep(p plan) {
 	})
 	cc.done()
 }
+
+// mutexStep takes the Client's Mutex of a name, which every worker of the
+// Client shares: each hold is a fresh owner, known (and recorded on the
+// call) only once it is granted. It checks like a Lock's hold.
+func (w *worker) mutexStep(p plan) {
+	if w.r.cfg.MutexHolder == nil {
+		w.lockStep(p, PrimLock, w.ca, fmt.Sprintf("lock%d", p.name))
+		return
+	}
+	name := fmt.Sprintf("mutex%d", p.name)
+	m := w.ca.mutex(name)
+	res := w.ca.server + "/" + name
+	s := shapeOf(p, false)
+	pending := fmt.Sprintf("(mutex call %d)", w.r.ids.Add(1)) // no owner until granted
+	c := Call{Client: w.ca.name, Prim: PrimLock, Op: s.op, Res: []string{res}, Owners: []string{pending}, Wait: s.wait, Lease: s.lease,
+		Waiting: (s.op == OpLock || s.wait > 0) && !tinyLease(s.lease)}
+	cc := newCallCtx(p.deadlines[0], s.cancel)
+	out, ci := w.rec.do(c, cc, func(ctx context.Context) (bool, error) { return lockCall(ctx, m, s) })
+	cc.done()
+	if out != OutOK {
+		return
+	}
+	holder := w.r.cfg.MutexHolder(m)
+	owner := w.r.cfg.OwnerOf(holder)
+	w.rec.setOwners(ci, owner)
+	h := w.grant(holder, Hold{Prim: PrimLock, Res: res, Owner: owner}, ci)
+	if !toLeaseEnd(p, s, h) {
+		critical(p, s)
+	}
+	w.release(w.ca, m, PrimLock, []string{res}, []string{owner}, 1, p, h)
+}

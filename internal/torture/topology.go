@@ -270,7 +270,9 @@ func (r *runner) settleFairQueues() {
 // workloadNames are the names the workers use on "A" and "B" (semaphores
 // aside, whose names change by generation): faults pick their targets among
 // them.
-func workloadNames() []string { return namesOf("lock", "fair", "fenced", "rw", "mla", "mlb", "shared") }
+func workloadNames() []string {
+	return namesOf("lock", "fair", "fenced", "rw", "mla", "mlb", "shared", "mutex")
+}
 
 // targetRNG is the random stream a planned topology fault picks its
 // targets with.

@@ -29,10 +29,11 @@ const (
 	stepLatch
 	stepFairBurst
 	stepClash
+	stepMutex
 	numSteps
 )
 
-var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4, 10, 10, 3, 6, 2}
+var stepWeights = [numSteps]int{26, 12, 12, 16, 14, 10, 6, 1, 10, 4, 10, 10, 3, 6, 2, 10}
 
 // Fixed leases are 1-4s for about a third; one in two is short (shortLease
 // to shortLeaseMax), so that fault delays (up to twice shortLeaseMax, see
@@ -296,6 +297,8 @@ func (w *worker) run() {
 				p.shape = 99
 			}
 			w.lockStep(p, sharedPrims[p.sharedPrim], w.ca, fmt.Sprintf("shared%d", p.name))
+		case stepMutex:
+			w.mutexStep(p)
 		case stepSpin:
 			w.lockStep(p, PrimSpin, w.ca, fmt.Sprintf("spin%d", p.name))
 		case stepPermit:
