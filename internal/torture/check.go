@@ -62,6 +62,7 @@ const (
 	VFairOrder = "fair-order"
 	VClash     = "refused-release-resent"
 	VDropped   = "release-dropped"
+	VUnnamed   = "outage-unnamed"
 )
 
 // Violation is one thing the checker found wrong.

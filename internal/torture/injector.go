@@ -99,6 +99,10 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		r.checkSemCounts() // the restart wipes the counts
 		f.Start = time.Now()
 		srv.Kill(tb)
+		if p.Dur > 0 {
+			f.Detail = fmt.Sprintf("down %v", p.Dur)
+			time.Sleep(p.Dur)
+		}
 		srv.Restart(tb)
 		f.End = time.Now()
 		r.record(f)

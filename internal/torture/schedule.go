@@ -11,7 +11,7 @@ type Planned struct {
 	At     time.Duration // offset from the start of the run
 	Kind   FaultKind
 	Server string        // "A" or "B"
-	Dur    time.Duration // hook window or pause length; 0 for instant faults
+	Dur    time.Duration // hook window, pause or restart downtime; 0 for instant faults
 	// Client is the hook's target: an index into the server's Clients, or -1
 	// for all of them.
 	Client int
@@ -115,6 +115,13 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			p.Seed = rng.Uint64()
 		case FaultPause:
 			p.Dur = between(200*time.Millisecond, 800*time.Millisecond)
+		case FaultRestart:
+			// Half of them keep the server down for longer than a Client
+			// goes without a reply before it asks, with a PING, whether
+			// Redis can be reached at all (CheckOutageNamed).
+			if rng.IntN(2) == 0 {
+				p.Dur = between(1500*time.Millisecond, 2500*time.Millisecond)
+			}
 		case FaultBlock:
 			// Releases refused past a fixed lease and past the watchdog's
 			// (their hold expires while the release is owed); settlements

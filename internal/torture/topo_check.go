@@ -82,6 +82,7 @@ func CheckTopology(l *Log, lim Limits, rx Relaxations) []Violation {
 	vs = append(vs, CheckLatches(l, lim, rx)...)
 	vs = append(vs, CheckStaleGrants(l)...)
 	vs = append(vs, CheckFairBursts(l)...)
+	vs = append(vs, CheckOutageNamed(l)...)
 	slices.SortStableFunc(vs, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return vs
 }
