@@ -63,6 +63,7 @@ const (
 	VClash     = "refused-release-resent"
 	VDropped   = "release-dropped"
 	VUnnamed   = "outage-unnamed"
+	VLostChan  = "lost-channel"
 )
 
 // Violation is one thing the checker found wrong.

@@ -310,6 +310,7 @@ func (w *worker) multiStep(p plan) {
 	s := shapeOf(p, false)
 	c := Call{Client: w.ca.name, Prim: PrimMulti, Op: s.op, Res: res, Owners: owners, Wait: s.wait, Lease: s.lease,
 		Waiting: (s.op == OpLock || s.wait > 0) && !tinyLease(s.lease)}
+	before := m.ml.Lost() // taken while nothing is held: the next hold's
 	cc := newCallCtx(p.deadlines[0], s.cancel)
 	out, ci := w.rec.do(c, cc, func(ctx context.Context) (bool, error) { return lockCall(ctx, m.ml, s) })
 	cc.done()
@@ -318,6 +319,9 @@ func (w *worker) multiStep(p plan) {
 			delete(w.multis, k)
 		}
 		return
+	}
+	if m.ml.Lost() != before {
+		w.r.violate(VLostChan, fmt.Sprintf("%v: the MultiLock's Lost after its Lock (call %d) is not the channel taken before it", res, ci))
 	}
 	ha := w.grant(m.la, Hold{Prim: PrimMulti, Res: res[0], Owner: owners[0]}, ci)
 	hb := w.grant(m.lb, Hold{Prim: PrimMulti, Res: res[1], Owner: owners[1]}, ci)
