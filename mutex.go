@@ -21,6 +21,13 @@ import (
 // Client get the lock straight from the holder's Unlock, in the same
 // script, as handles of a name do.
 //
+// As with a sync.Mutex, a hold is the mutex's from its Lock to its Unlock:
+// a hold that ends by itself first (Lost closed: found gone, or its lease
+// ran out) stays the current one until its Unlock, and a grant that another
+// goroutine of this Mutex gets meanwhile waits for that Unlock (a TryLock
+// gives it back and reports false). So an Unlock never releases a hold
+// another goroutine took after the first had lapsed.
+//
 // Use a *Lock (one handle per owner) for Redisson's per-owner reentrancy;
 // use a Mutex where goroutines share the lock.
 type Mutex struct {
@@ -28,8 +35,9 @@ type Mutex struct {
 	name string
 	box  lostBox
 
-	mu  sync.Mutex
-	cur *Lock // the handle of the current hold; nil when nothing is held
+	mu     sync.Mutex
+	cur    *Lock         // the handle of the current hold; nil when nothing is held
+	vacant chan struct{} // closed when the current hold's Unlock comes
 }
 
 // Mutex returns a mutex on the lock name that goroutines may share. An
@@ -48,8 +56,8 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) error {
 	if err := l.Lock(ctx, opts...); err != nil {
 		return err
 	}
-	m.took(l)
-	return nil
+	_, err := m.take(ctx, l, true)
+	return err
 }
 
 // TryLock makes one attempt, or waits up to WithWait; (false, nil) when the
@@ -60,8 +68,7 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	m.took(l)
-	return true, nil
+	return m.take(ctx, l, false)
 }
 
 // Unlock releases the current hold, whichever goroutine took it; ErrNotHeld
@@ -69,7 +76,11 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (bool, error) {
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	l := m.cur
-	m.cur = nil
+	if l != nil {
+		m.cur = nil
+		m.box.free()
+		close(m.vacant)
+	}
 	m.mu.Unlock()
 	if l == nil {
 		if err := checkLock(ctx, m.c, kindMutex, m.name); err != nil {
@@ -77,7 +88,6 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		}
 		return kindMutex.err(m.name, ErrNotHeld)
 	}
-	m.box.free()
 	return l.Unlock(ctx)
 }
 
@@ -107,10 +117,31 @@ func (m *Mutex) handle() *Lock {
 	return l
 }
 
-// took makes l's hold the mutex's current one.
-func (m *Mutex) took(l *Lock) {
-	m.box.held(l.box.current())
-	m.mu.Lock()
-	m.cur = l
-	m.mu.Unlock()
+// take makes l's new hold the mutex's current one, once the current one's
+// Unlock has come: at once, unless that hold ended by itself and its
+// goroutine has not unlocked yet. Meanwhile Lock (wait) waits for that
+// Unlock or ctx; TryLock does not. A hold that does not become the
+// current one is given back.
+func (m *Mutex) take(ctx context.Context, l *Lock, wait bool) (bool, error) {
+	for {
+		m.mu.Lock()
+		if m.cur == nil {
+			m.cur, m.vacant = l, make(chan struct{})
+			m.box.held(l.box.current())
+			m.mu.Unlock()
+			return true, nil
+		}
+		vacant := m.vacant
+		m.mu.Unlock()
+		if !wait {
+			_ = l.Unlock(ctx)
+			return false, nil
+		}
+		select {
+		case <-vacant:
+		case <-ctx.Done():
+			_ = l.Unlock(ctx)
+			return false, kindMutex.err(m.name, ctx.Err())
+		}
+	}
 }

@@ -195,3 +195,46 @@ func TestCloseLeavesNoRecords(t *testing.T) {
 		t.Fatalf("%d request records left after Close, e.g. %s", len(left), left[0])
 	}
 }
+
+// A hold that lapses (its lease runs out) stays the Mutex's until its
+// goroutine's Unlock, as with a sync.Mutex: another goroutine's Lock, though
+// Redis grants it, returns only after that Unlock, and that Unlock does not
+// release the new hold. Before, the lapsed hold's Unlock released whatever
+// hold was current, another goroutine's, which the torture suite saw as
+// two goroutines inside at once.
+func TestMutexLapsedHoldUnlocksOnlyItself(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 10*time.Second)
+	mu := c.Mutex("lapsed")
+	if err := mu.Lock(ctx, lockactor.WithLease(100*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	lost := mu.Lost()
+	select {
+	case <-lost:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Lost still open after the lease ran out")
+	}
+	second := make(chan error, 1)
+	go func() { second <- mu.Lock(ctx) }()
+	within(t, 2*time.Second, "the second goroutine's grant in Redis", func() bool { return admin.Exists(ctx, "lapsed").Val() == 1 })
+	select {
+	case err := <-second:
+		t.Fatalf("the second Lock returned (%v) before the lapsed hold's Unlock", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := mu.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("the lapsed hold's Unlock = %v, want ErrNotHeld", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if n := admin.Exists(ctx, "lapsed").Val(); n != 1 {
+		t.Fatal("the lapsed hold's Unlock released the second goroutine's hold")
+	}
+	if err := mu.Unlock(ctx); err != nil {
+		t.Fatalf("the second hold's Unlock = %v", err)
+	}
+}
