@@ -89,6 +89,9 @@ func notHeldExplained(l *Log, c *Call, spanOf map[int]Span) bool {
 		if !h.LeaseUntil.IsZero() && h.LeaseUntil.Before(c.End) {
 			return true
 		}
+		if watchdogRanOutDuring(l, h, c) {
+			return true
+		}
 		for j := range l.Calls {
 			o := &l.Calls[j]
 			if o.Op == OpForceUnlock && len(o.Res) > 0 && o.Res[0] == h.Res && o.Start.Before(c.End) && (o.End.IsZero() || o.End.After(h.AcqStart)) {
@@ -133,6 +136,39 @@ func notHeldExplained(l *Log, c *Call, spanOf map[int]Span) bool {
 		}
 	}
 	return false
+}
+
+// watchdogRanOutDuring reports whether watchdog hold h's lease may have run
+// out in Redis while Unlock call c went on: the last grant or renewal of
+// its field seen before c ended, plus the lease the grant set, falls inside
+// c. A release waits for its name's request in flight, and every command of
+// a Client waits for that Client's pipeline in flight, so a late reply (a
+// FaultLate window, a slow link) holds it back; the renewal the Unlock made
+// needless is dropped meanwhile, and Redis lets the hold go before the
+// release runs. A lease that ran out before c began is not explained here:
+// the runtime counts a hold's lease from its send, so Lost would have
+// closed first.
+func watchdogRanOutDuring(l *Log, h *Hold, c *Call) bool {
+	if h.Lease > 0 || h.Prim.Counted() {
+		return false
+	}
+	var last time.Time
+	var lease time.Duration
+	for _, r := range l.Runs {
+		if r.Grants && r.Res == h.Res && r.Owner == h.Field() && !r.T.Before(h.AcqStart) && !r.T.After(h.Grant) && r.T.After(last) {
+			last, lease = r.T, r.Lease
+		}
+	}
+	if last.IsZero() {
+		return false
+	}
+	for _, rn := range l.Renewals {
+		if rn.Res == h.Res && rn.Field == h.Field() && rn.T.After(last) && rn.T.Before(c.End) {
+			last = rn.T
+		}
+	}
+	end := last.Add(lease)
+	return !end.Before(c.Start) && end.Before(c.End)
 }
 
 // field is the hash field call c uses on its i-th resource.

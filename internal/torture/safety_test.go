@@ -211,6 +211,30 @@ func TestCallErrors(t *testing.T) {
 			expect(t, CheckCallErrors(l, SafeSpans(l)), tt.want...)
 		})
 	}
+	t.Run("a watchdog lease that ran out during the Unlock", func(t *testing.T) {
+		// Granted by a script seen at 10 with a 15ms lease, renewed at 20:
+		// the lease ends at 35, inside an Unlock of [30, 40) and not of
+		// [30, 33); with no renewal it ends at 25, before the Unlock began.
+		grant := LeaseRun{T: at(10), Script: "lock", Grants: true, Res: "A/l", Owner: "x", Lease: 15 * time.Millisecond}
+		renew := Renewal{T: at(20), Client: "A1", Res: "A/l", Field: "x"}
+		long := func(end int) Call { c := unlock(2, "x", 30, OutNotHeld, 1); c.End = at(end); return c }
+		for _, tc := range []struct {
+			name     string
+			renewals []Renewal
+			end      int
+			want     []string
+		}{
+			{"ran out inside the call", []Renewal{renew}, 40, nil},
+			{"still running when the call ended", []Renewal{renew}, 33, []string{VErrors}},
+			{"ran out before the call began", nil, 40, []string{VErrors}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				l := logOf(1000, []Hold{h}, []Call{long(tc.end)}, nil)
+				l.Runs, l.Renewals = []LeaseRun{grant}, tc.renewals
+				expect(t, CheckCallErrors(l, SafeSpans(l)), tc.want...)
+			})
+		}
+	})
 	t.Run("not held after a restart", func(t *testing.T) {
 		l := logOf(1000, []Hold{h}, []Call{unlock(2, "x", 30, OutNotHeld, 1)}, []Fault{{Kind: FaultRestart, Server: "A", Start: at(25), End: at(28)}})
 		expect(t, CheckCallErrors(l, SafeSpans(l)))
