@@ -15,8 +15,10 @@ import (
 //     moment of its call. After a TrySetCount(n) that returned true, the
 //     count is surely not zero until n CountDown calls that may count it
 //     have started (any outcome counts, since a call whose reply was lost
-//     may have counted; a call that ended before that TrySetCount began
-//     cannot count it). An Await inside that stretch, start to return, was
+//     may have counted; a call that returned OK before that TrySetCount
+//     began cannot count it, but one that ended by its ctx or a Redis error
+//     can: its CountDown may still be queued in its Client, or in flight,
+//     and be applied later). An Await inside that stretch, start to return, was
 //     let go early (or a CountDown counted twice). A restart of the server,
 //     or an Unsafe window of rx, between the TrySetCount and the Await's
 //     return excuses it: Redis may have forgotten the count, and an absent
@@ -83,7 +85,7 @@ func CheckLatches(l *Log, lim Limits, rx Relaxations) []Violation {
 func latchEarly(l *Log, rx Relaxations, res string, set *Call, downs, awaits []*Call) []Violation {
 	var starts []time.Time // of the CountDowns that may count set's count
 	for _, d := range downs {
-		if !d.Returned() || d.End.After(set.Start) {
+		if !d.Returned() || d.End.After(set.Start) || d.Out.Ambiguous() {
 			starts = append(starts, d.Start)
 		}
 	}

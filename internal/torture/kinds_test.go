@@ -93,6 +93,8 @@ func TestCheckLatches(t *testing.T) {
 		// Set again at 25 (count 1), awaited at 27; counted down at 200.
 		{"set again: the new count's Await let go by the old zero", []Call{set, down(10, OutOK), down(20, OutOK),
 			call1(OpSetCount, 25, 26, OutOK), await(27, 30, OutOK), down(200, OutOK)}, nil, []string{VLatch}},
+		{"set again: an old round's CountDown that ended by its ctx may count the new one", []Call{set, down(10, OutOK), down(20, OutOK),
+			down(22, OutCtx), call1(OpSetCount, 25, 26, OutOK), await(27, 30, OutOK), down(200, OutOK)}, nil, nil},
 		{"set again: the new count's Await gives up", []Call{set, down(10, OutOK), down(20, OutOK),
 			call1(OpSetCount, 25, 26, OutOK), timedOut(27, 100), down(200, OutOK)}, nil, nil},
 		{"set again: the new count's Await let go by its own CountDown", []Call{set, down(10, OutOK), down(20, OutOK),
