@@ -195,6 +195,10 @@ type renewIndex struct {
 //   - renewal-without-hold: with no hold of that owner open, no acquire call
 //     of it in flight or ended within lim.Recovery (a grant that raced a
 //     cancellation is given back a little later), outside the windows above.
+//     An owner no call or hold names may be a Mutex acquisition's that did
+//     not end in a hold (its owner is learnt only from a grant): a Mutex
+//     call of its Client on the name, in flight or ended within
+//     lim.Recovery, covers it.
 //
 // Each owner and name is reported once per kind, with the count and the time
 // of the last one.
@@ -214,7 +218,8 @@ func CheckRenewals(l *Log, lim Limits) []Violation {
 			ri.holds = append(ri.holds, h)
 		}
 	}
-	unlocks := map[int][]Outcome{} // what each hold's Unlock calls returned
+	unlocks := map[int][]Outcome{}      // what each hold's Unlock calls returned
+	unnamed := map[string]*renewIndex{} // Mutex calls with no owner yet, by name and Client
 	for i := range l.Calls {
 		c := &l.Calls[i]
 		if c.Op == OpUnlock {
@@ -224,10 +229,21 @@ func CheckRenewals(l *Log, lim Limits) []Violation {
 		}
 		if c.Op.acquires() && !c.Prim.Counted() {
 			for j, r := range c.Res {
+				if strings.HasPrefix(c.Owners[j], PendingOwner) {
+					k := r + "\x00" + c.Client
+					if unnamed[k] == nil {
+						unnamed[k] = &renewIndex{}
+					}
+					unnamed[k].calls = append(unnamed[k].calls, c)
+					continue
+				}
 				ri := get(r, c.field(j))
 				ri.calls = append(ri.calls, c)
 			}
 		}
+	}
+	for _, ri := range unnamed {
+		slices.SortFunc(ri.calls, func(a, b *Call) int { return a.Start.Compare(b.Start) })
 	}
 	for _, ri := range idx {
 		ri.unlocks = unlocks
@@ -245,8 +261,13 @@ func CheckRenewals(l *Log, lim Limits) []Violation {
 	for _, rn := range l.Renewals {
 		ri := idx[rn.Res+"\x00"+rn.Field]
 		kind, why := VStray, "it never held it"
-		if ri != nil {
+		switch u := unnamed[rn.Res+"\x00"+rn.Client]; {
+		case ri != nil:
 			kind, why = ri.judge(l, rn.T, lim)
+		case u != nil:
+			if kind, _ = u.judge(l, rn.T, lim); kind != "" {
+				why = fmt.Sprintf("it never held it, and no Mutex call of its Client on the name was in flight or ended in the %v before", lim.Recovery)
+			}
 		}
 		if kind == "" {
 			continue

@@ -89,6 +89,10 @@ func TestRenewals(t *testing.T) {
 	lockCall := func(id, start, end int, out Outcome) Call {
 		return Call{ID: id, Prim: PrimLock, Op: OpLock, Res: []string{"A/l"}, Owners: []string{"x"}, Start: at(start), End: at(end), Out: out}
 	}
+	mutexCall := func(client string, start, end int) Call {
+		return Call{ID: 9, Client: client, Prim: PrimLock, Op: OpLock, Res: []string{"A/l"}, Owners: []string{PendingOwner + "9)"},
+			Start: at(start), End: at(end), Out: OutCtx}
+	}
 	h := hl(1, PrimLock, "A/l", "x", 10, 3000) // Unlock returns at 3001
 	tests := []struct {
 		name     string
@@ -108,6 +112,10 @@ func TestRenewals(t *testing.T) {
 		{"write view while held", []Hold{hl(1, PrimWrite, "A/l", "x", 10, 3000)}, nil, []Renewal{rn(1000, "x:write")}, nil},
 		{"soon after a cancelled acquire", nil, []Call{lockCall(5, 100, 200, OutCtx)}, []Renewal{rn(1000, "x")}, nil},
 		{"long after a cancelled acquire", nil, []Call{lockCall(5, 100, 200, OutCtx)}, []Renewal{rn(6000, "x")}, []string{VStray}},
+		{"an unnamed owner during a Mutex call that got no hold", nil, []Call{mutexCall("A1", 100, 2000)}, []Renewal{rn(1000, "m")}, nil},
+		{"an unnamed owner soon after it", nil, []Call{mutexCall("A1", 100, 2000)}, []Renewal{rn(2500, "m")}, nil},
+		{"an unnamed owner long after it", nil, []Call{mutexCall("A1", 100, 2000)}, []Renewal{rn(8000, "m")}, []string{VStray}},
+		{"an unnamed owner during another Client's Mutex call", nil, []Call{mutexCall("A2", 100, 2000)}, []Renewal{rn(1000, "m")}, []string{VStray}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -119,6 +119,11 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("outcome(%d)", o)
 }
 
+// PendingOwner begins the owner a Mutex call is recorded under until a
+// grant tells which owner the acquisition used ("(mutex call 12)"): a call
+// that ends without a hold keeps it.
+const PendingOwner = "(mutex call "
+
 // Ambiguous reports whether the call may or may not have taken effect in
 // Redis: a Redis error (refused or lost reply) or an ended context.
 func (o Outcome) Ambiguous() bool { return o == OutCtx || o == OutRedis || o == OutNoQuorum }

@@ -360,7 +360,7 @@ func (w *worker) mutexStep(p plan) {
 	m := w.ca.mutex(name)
 	res := w.ca.server + "/" + name
 	s := shapeOf(p, false)
-	pending := fmt.Sprintf("(mutex call %d)", w.r.ids.Add(1)) // no owner until granted
+	pending := fmt.Sprintf("%s%d)", PendingOwner, w.r.ids.Add(1)) // no owner until granted
 	c := Call{Client: w.ca.name, Prim: PrimLock, Op: s.op, Res: []string{res}, Owners: []string{pending}, Wait: s.wait, Lease: s.lease,
 		Waiting: (s.op == OpLock || s.wait > 0) && !tinyLease(s.lease)}
 	cc := newCallCtx(p.deadlines[0], s.cancel)
