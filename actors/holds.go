@@ -215,9 +215,11 @@ func newHoldBook(b *base, watchdog time.Duration) holdBook {
 func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, token uint64, lost *messages.LostChan) *hold {
 	h := hb.holds[k]
 	if !h.continues(sent) {
-		ch := make(chan struct{})
+		var ch chan struct{}
 		if lost.Claim() {
 			ch = lost.C
+		} else {
+			ch = make(chan struct{})
 		}
 		h = &hold{lost: ch, token: token, at: hb.b}
 		hb.holds[k] = h

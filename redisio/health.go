@@ -40,9 +40,8 @@ func (h *health) answered() bool {
 // reply (an error reply too) means Redis answered. The batchers note one
 // outcome per round trip.
 func (c *Conn) noteReply(err error) {
-	var re redis.Error
 	switch {
-	case err == nil || errors.Is(err, redis.Nil) || errors.As(err, &re):
+	case err == nil || isReply(err):
 		c.health.lastReply.Store(time.Now().UnixNano())
 		return
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
@@ -53,6 +52,14 @@ func (c *Conn) noteReply(err error) {
 	c.health.err = err
 	c.health.lastFail.Store(time.Now().UnixNano())
 	c.health.mu.Unlock()
+}
+
+// isReply reports whether err is an answer from Redis: nil or an error
+// reply. (Apart from noteReply so that err == nil, the common case, costs
+// no allocation: errors.As takes the address of its target.)
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.Is(err, redis.Nil) || errors.As(err, &re)
 }
 
 // Reachable reports whether Redis can be reached, as far as one quick
