@@ -1,9 +1,11 @@
 package actors
 
 import (
+	"errors"
 	"time"
 
 	"github.com/lockactor/lockactor/messages"
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // An Extend re-applies a lease to one owner's hold (holds.go keeps the
@@ -32,7 +34,14 @@ func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
 	}
 	b := hb.b
 	sent := time.Now()
-	renew(k, m.Lease, nil, func(ok bool, err error) {
+	var stale func() bool
+	if h != nil {
+		// An Extend of a hold released before its renewal leaves (it
+		// waits behind an outage, say) is not sent: a hold is never renewed
+		// after its Unlock.
+		stale = h.dropped.Load
+	}
+	renew(k, m.Lease, stale, func(ok bool, err error) {
 		b.post(&extended{m: m, h: h, sent: sent, ok: ok, err: err})
 	})
 }
@@ -52,6 +61,10 @@ type extended struct {
 func (hb *holdBook) extended(m *extended) (lost bool) {
 	k := holdKey{m.m.Owner, m.m.Mode}
 	b := hb.b
+	if m.h != nil && errors.Is(m.err, redisio.ErrStale) {
+		m.m.Answer(messages.ExtendResult{}) // released before it left: not held
+		return false
+	}
 	b.redisError(OpRenew, m.err)
 	switch {
 	case m.err != nil:

@@ -62,6 +62,15 @@ func TestLockActor_HandleExtend(t *testing.T) {
 			answered("e2", "refused"), // no hold left: answered without Redis
 			noCall(20*ms),
 		)},
+		{name: "released while its renewal waits to leave: the renewal is not sent, the Extend is not held", steps: holding(
+			handleExtend("e", "h", long),
+			expect("renew h", keep("ext"), staleNow(false)),
+			unlock("u", "h"),
+			expect("unlock h", reply(released)),
+			answered("u", "gone"),
+			later("ext", staleNow(true), notSentStale()),
+			answered("e", "refused"),
+		)},
 		{name: "a coordinator's Extend is sent whatever the record says", steps: []step{
 			extend("e", "x", long),
 			expect("renew x", done(true)),

@@ -291,6 +291,11 @@ func staleNow(want bool) act {
 // watchdogTick runs the watchdog now.
 func watchdogTick() step { return func(h *harness) { h.send(&messages.RenewTick{}) } }
 
+// notSentStale: redisio dropped the renewal as stale before it left.
+func notSentStale() act {
+	return func(_ *harness, c *call) { c.flag(false, redisio.ErrStale) }
+}
+
 // done answers a renewal or a cancel.
 func done(ok bool) act { return func(_ *harness, c *call) { c.flag(ok, nil) } }
 
