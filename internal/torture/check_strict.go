@@ -63,7 +63,7 @@ func CheckStrict(l *Log, lim Limits, rx Relaxations, sl StrictLimits) []Violatio
 	vs = append(vs, CheckClientTokens(l)...)
 	vs = append(vs, CheckSettle(l)...)
 	vs = append(vs, CheckHangs(l, lim)...)
-	vs = append(vs, CheckCallErrors(l, safe)...)
+	vs = append(vs, CheckCallErrors(rx.unjudgedUpgrades(l), safe)...)
 	vs = append(vs, CheckLateLost(l)...)
 	vs = append(vs, CheckLiveness(l, LiveSpans(l), lim)...)
 	vs = append(vs, CheckRenewals(rx.unjudgedRenewals(l), lim)...)

@@ -98,6 +98,10 @@ func TestCheckTopologyLostReadRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			expect(t, CheckTopology(logOf(5000, nil, tt.calls, nil), DefaultLimits(), tt.rx), tt.want...)
+			// The strict variant's failovers lose writes too: it excuses the
+			// same refusals (a write refused as an upgrade is not a safety
+			// question).
+			expect(t, CheckStrict(logOf(5000, nil, tt.calls, nil), DefaultLimits(), tt.rx, strictLimits), tt.want...)
 		})
 	}
 }
