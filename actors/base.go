@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/lockactor/lockactor/messages"
 	"github.com/lockactor/lockactor/redisio"
 )
@@ -19,15 +17,19 @@ type base struct {
 	rt    *Runtime
 	key   Key
 	entry *entry
-	self  *actor.PID
+	box   mailbox // its own, from started
 
-	idleTimer *time.Timer         // ticks every IdleAfter; see idleTick
+	// now is the time the message being handled arrived: the one clock
+	// reading of a pass (see receive).
+	now time.Time
+
+	idleTimer timer               // ticks every IdleAfter; see idleTick
 	busy      bool                // a message other than an idle tick arrived since the last tick
 	retiring  bool                // left the registry; forwards stragglers, then stops
 	resend    func(msg any) error // delivers to this key's next actor; nil: rt.Send
 
-	timer   *time.Timer // the actor's one work timer (retries, backoffs)
-	timerAt time.Time   // when it fires; zero when stopped
+	timer   timer     // the actor's one work timer (retries, backoffs)
+	timerAt time.Time // when it fires; zero when stopped
 }
 
 // state is what base needs to know of a concrete actor.
@@ -48,26 +50,23 @@ var (
 
 // lifecycle handles the messages every actor treats alike. It returns true
 // when msg needs no further handling.
-func (b *base) lifecycle(ctx actor.Context, s state) bool {
-	msg := ctx.Message()
+func (b *base) lifecycle(msg any, s state) bool {
 	if msg != idleTick {
 		b.busy = true
 	}
 	switch m := msg.(type) {
-	case *actor.Started:
-		b.self = ctx.Self()
-		// protoactor's SetReceiveTimeout races its own timer goroutine (seen
-		// under -race), so idleness is measured with a plain ticking timer.
+	case *started:
+		b.box = m.box
 		b.idleTimer = b.after(b.rt.cfg.IdleAfter, idleTick)
 	case *messages.IdleTick:
-		b.idleTick(ctx, s)
-	case *actor.Stopping:
+		b.idleTick(s)
+	case *stopping:
 		if b.idleTimer != nil {
 			b.idleTimer.Stop()
 		}
 		b.stopTimer()
 		s.shutdown()
-	case *actor.Stopped:
+	case *stopped:
 		b.rt.running.Done()
 	case *messages.Acquire, *messages.Release, *messages.Adjust:
 		return b.forward(m)
@@ -77,15 +76,18 @@ func (b *base) lifecycle(ctx actor.Context, s state) bool {
 	return true
 }
 
+// readClock reads the clock for the message about to be handled.
+func (b *base) readClock() { b.now = b.rt.sched.Now() }
+
 // after posts msg to this actor once d has passed.
-func (b *base) after(d time.Duration, msg any) *time.Timer {
-	pid, root := b.self, b.rt.system.Root
-	return time.AfterFunc(max(d, time.Millisecond), func() { root.Send(pid, msg) })
+func (b *base) after(d time.Duration, msg any) timer {
+	box := b.box
+	return b.rt.sched.AfterFunc(max(d, time.Millisecond), func() { box.post(msg) })
 }
 
 // post delivers msg to this actor, from any goroutine: how redisio's
 // replies come back.
-func (b *base) post(msg any) { b.rt.system.Root.Send(b.self, msg) }
+func (b *base) post(msg any) { b.box.post(msg) }
 
 // wakeAt arms the work timer to post a Tick at t (zero: disarm). An earlier
 // or equal arming is kept.
@@ -94,11 +96,11 @@ func (b *base) wakeAt(t time.Time) {
 		b.stopTimer()
 		return
 	}
-	if !b.timerAt.IsZero() && !t.Before(b.timerAt) && b.timerAt.After(time.Now()) {
+	if !b.timerAt.IsZero() && !t.Before(b.timerAt) && b.timerAt.After(b.now) {
 		return
 	}
 	b.timerAt = t
-	d := max(time.Until(t), time.Millisecond)
+	d := max(t.Sub(b.now), time.Millisecond)
 	if b.timer == nil {
 		b.timer = b.after(d, tick)
 		return
@@ -120,9 +122,9 @@ func (b *base) tickArrived() { b.timerAt = time.Time{} }
 // call; after reconcileBudget of them it lets the mailbox in and posts a
 // Continue to resume.
 func (b *base) steps(step func(now time.Time) bool) {
-	for budget := reconcileBudget; step(time.Now()); budget-- {
+	for budget := reconcileBudget; step(b.now); budget-- {
 		if budget == 1 {
-			b.rt.system.Root.Send(b.self, cont)
+			b.post(cont)
 			return
 		}
 	}
@@ -186,7 +188,7 @@ func (b *base) forward(m any) bool {
 
 // idleTick runs every IdleAfter. After a quiet period it retires the actor
 // when nothing is held, awaited or owed, and otherwise tidies up.
-func (b *base) idleTick(ctx actor.Context, s state) {
+func (b *base) idleTick(s state) {
 	if b.retiring {
 		return
 	}
@@ -201,7 +203,7 @@ func (b *base) idleTick(ctx actor.Context, s state) {
 		b.retiring = true
 		b.stopTimer()
 		s.shutdown()
-		ctx.Poison(ctx.Self())
+		b.box.poison()
 		return
 	}
 	b.idleTimer.Reset(b.rt.cfg.IdleAfter)
@@ -246,7 +248,7 @@ func (s *signal) take() news {
 // confirms it triggers the fresh attempt that covers a message published
 // before the subscription existed.
 func (b *base) subscribe(channel string, sig *signal, wake *messages.Wake) uint64 {
-	pid, root := b.self, b.rt.system.Root
+	box := b.box
 	handler := func(ev redisio.Event) {
 		if ev.Kind == redisio.Message {
 			sig.payload.Store(&ev.Payload)
@@ -258,7 +260,7 @@ func (b *base) subscribe(channel string, sig *signal, wake *messages.Wake) uint6
 			sig.resync.Store(true)
 		}
 		if sig.queued.CompareAndSwap(false, true) {
-			root.Send(pid, wake)
+			box.post(wake)
 		}
 	}
 	id, err := b.rt.ps.Subscribe(b.rt.ctx, channel, handler)
@@ -277,14 +279,14 @@ func (b *base) unsubscribe(channel string, id uint64) {
 // recoverPanic keeps a bug in one handler from killing the actor (a restart
 // would lose its waiters): the caller of the message gets an error instead.
 // Answers are once-only, so a message already answered is left alone.
-func (b *base) recoverPanic(ctx actor.Context) {
+func (b *base) recoverPanic(msg any) {
 	r := recover()
 	if r == nil {
 		return
 	}
 	b.rt.cfg.Logger.Error("lockactor: lock actor panicked", "lock", b.key.Name, "panic", r, "stack", string(debug.Stack()))
 	err := fmt.Errorf("internal error: %v", r)
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *messages.Acquire:
 		m.Req.Answer(messages.Result{Err: err})
 	case *messages.Release:

@@ -3,8 +3,6 @@ package actors
 import (
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/lockactor/lockactor/messages"
 	"github.com/lockactor/lockactor/redisio"
 )
@@ -82,13 +80,14 @@ func newCountDownActor(rt *Runtime, key Key, e *entry) *countDownActor {
 	return a
 }
 
-// Receive applies one message to the state, then reconciles.
-func (a *countDownActor) Receive(ctx actor.Context) {
-	defer a.recoverPanic(ctx)
-	if a.lifecycle(ctx, a) {
+// receive applies one message to the state, then reconciles.
+func (a *countDownActor) receive(msg any) {
+	defer a.recoverPanic(msg)
+	a.readClock()
+	if a.lifecycle(msg, a) {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *messages.Acquire:
 		if !m.Req.Pending() {
 			return
@@ -107,7 +106,7 @@ func (a *countDownActor) Receive(ctx actor.Context) {
 		a.onPassed(m)
 	case *messages.Tick:
 		a.tickArrived()
-		if !a.nextCheck.IsZero() && !time.Now().Before(a.nextCheck) {
+		if !a.nextCheck.IsZero() && !a.now.Before(a.nextCheck) {
 			a.needCheck = true
 		}
 	case *messages.Continue:
@@ -224,8 +223,8 @@ func (a *countDownActor) reconcile() {
 // step sends what is due, in order: the settlement of a lost reply, the
 // next TrySetCount or CountDown, then a check for the waiters. It returns
 // false when nothing is due.
-func (a *countDownActor) step(time.Time) bool {
-	if taken, ran := a.ledger.turn(time.Now()); taken {
+func (a *countDownActor) step(now time.Time) bool {
+	if taken, ran := a.ledger.turn(now); taken {
 		return ran
 	}
 	if len(a.adjusts) > 0 {
@@ -246,7 +245,7 @@ func (a *countDownActor) check() {
 	a.checking, a.needCheck = true, false
 	upto := a.arrivals
 	a.checked = upto
-	a.nextCheck = time.Now().Add(a.rt.cfg.SemaphoreRecheck)
+	a.nextCheck = a.now.Add(a.rt.cfg.SemaphoreRecheck)
 	b := &a.base
 	a.rt.io.CountDownGetThen(a.rt.ctx, a.key.Name, func(n int64, err error) {
 		b.post(&counted{n: n, err: err, upto: upto})

@@ -24,7 +24,7 @@ func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
 	if m.Handle {
 		h = hb.holds[k]
 		switch {
-		case h == nil || h.isLost() || h.expired(time.Now()):
+		case h == nil || h.isLost() || h.expired(hb.b.now):
 			m.Answer(messages.ExtendResult{})
 			return
 		case h.lease == 0:
@@ -33,7 +33,7 @@ func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
 		}
 	}
 	b := hb.b
-	sent := time.Now()
+	sent := hb.b.now
 	var stale func() bool
 	if h != nil {
 		// An Extend of a hold released before its renewal leaves (it
@@ -86,12 +86,12 @@ func (hb *holdBook) extended(m *extended) (lost bool) {
 		if ok {
 			h.lease = m.m.Lease
 			h.confirm(m.sent, hb.watchdog)
-			h.until = time.Now().Add(m.m.Lease)
+			h.until = hb.b.now.Add(m.m.Lease)
 			// A handle's Extend whose reply came back after the new lease,
 			// counted from the send, could have run out (a paused server,
 			// a slow network): the caller would get none of it, and the
 			// hold may be gone. It could not renew in time: lost.
-			ok = m.h == nil || !h.expired(time.Now())
+			ok = m.h == nil || !h.expired(hb.b.now)
 		}
 		if !ok {
 			hb.drop(k, h, true)

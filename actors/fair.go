@@ -4,8 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/lockactor/lockactor/messages"
 	"github.com/lockactor/lockactor/redisio"
 )
@@ -85,13 +83,14 @@ func newFairActor(rt *Runtime, key Key, e *entry) *fairActor {
 	return a
 }
 
-// Receive applies one message to the state, then reconciles.
-func (a *fairActor) Receive(ctx actor.Context) {
-	defer a.recoverPanic(ctx)
-	if a.lifecycle(ctx, a) {
+// receive applies one message to the state, then reconciles.
+func (a *fairActor) receive(msg any) {
+	defer a.recoverPanic(msg)
+	a.readClock()
+	if a.lifecycle(msg, a) {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *messages.Acquire:
 		a.onAcquire(m)
 	case *messages.Release:
@@ -186,7 +185,7 @@ func (a *fairActor) forget(w *fairWaiter) {
 		return
 	}
 	a.drop(w)
-	a.cancels = append(a.cancels, &fairCancel{owner: w.owner, w: w.w, due: time.Now()})
+	a.cancels = append(a.cancels, &fairCancel{owner: w.owner, w: w.w, due: a.now})
 }
 
 // drop stops listening for w and takes it out of the waiters.
@@ -278,7 +277,7 @@ func (a *fairActor) settle() {
 		}
 		next.add(w.due)
 		if w.due.IsZero() {
-			next.add(time.Now())
+			next.add(a.now)
 		}
 	}
 	a.wakeAt(next.at)
@@ -326,7 +325,7 @@ func (a *fairActor) shutdown() {
 		if ctx.Err() != nil {
 			break
 		}
-		if _, err := a.rt.io.FairCancel(ctx, a.key.Name, c.owner, c.w, time.Now()); err != nil {
+		if _, err := a.rt.io.FairCancel(ctx, a.key.Name, c.owner, c.w, a.now); err != nil {
 			a.rt.cfg.Logger.Debug("lockactor: fair cancel at close failed; the deadline will purge it", "lock", a.key.Name, "err", err)
 		}
 	}

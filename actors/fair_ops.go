@@ -12,7 +12,7 @@ import (
 // try sends fair_lock.lua for m, on behalf of queued waiter w (nil for a
 // direct attempt).
 func (a *fairActor) try(m *messages.Acquire, w *fairWaiter) {
-	r := &fairAttempt{a: a, m: m, w: w, sent: time.Now(), lease: a.leaseOf(m.Lease), qw: a.rt.cfg.FairWait}
+	r := &fairAttempt{a: a, m: m, w: w, sent: a.now, lease: a.leaseOf(m.Lease), qw: a.rt.cfg.FairWait}
 	if w != nil {
 		r.qw, r.news = w.w, w.news
 	}
@@ -52,7 +52,7 @@ func (r *fairAttempt) notRun(error) {
 func (r *fairAttempt) unknown() {
 	r.notRun(nil)
 	if _, waits := r.a.waiting[r.m.Owner]; !waits && !r.m.Req.Pending() {
-		r.a.cancels = append(r.a.cancels, &fairCancel{owner: r.m.Owner, w: r.qw, due: time.Now()})
+		r.a.cancels = append(r.a.cancels, &fairCancel{owner: r.m.Owner, w: r.qw, due: r.a.now})
 	}
 }
 
@@ -63,7 +63,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 	switch {
 	case err != nil:
 		a.attemptFailed(m, w, err)
-	case ok && (r.Unsynced || stale(sent, at.lease)):
+	case ok && (r.Unsynced || stale(a.now, sent, at.lease)):
 		// Not on enough replicas, or too late to trust (see
 		// lockActor.attempted): give it back; the owner is out of the
 		// Redis queue now, so it queues again.
@@ -79,7 +79,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 		} else if a.waiting[w.owner] == w && r.Unsynced {
 			w.due = time.Time{}
 		} else if a.waiting[w.owner] == w {
-			w.due = w.late.tooLate()
+			w.due = w.late.tooLate(a.now)
 		}
 	case ok:
 		a.grant(m, sent)
@@ -98,7 +98,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 	case w == nil:
 		a.queue(m) // an owner whose hold is gone waits like everyone else
 	case a.waiting[w.owner] == w && w.news == at.news:
-		w.retryIn(wait)
+		w.retryIn(a.now, wait)
 	case a.waiting[w.owner] == w:
 		// A Wake came while the attempt was in flight: the estimate may
 		// predate the release it announced, so the owner tries again now.
@@ -110,13 +110,13 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 // retryIn schedules the owner's next attempt at the script's estimate, so a
 // lost message or a crashed waiter ahead never strands it. An estimate of
 // (about) zero means the turn is due any moment: back off instead of polling.
-func (w *fairWaiter) retryIn(wait time.Duration) {
+func (w *fairWaiter) retryIn(now time.Time, wait time.Duration) {
 	if wait < fairMinBackoff {
 		wait = w.backoff.next(fairMinBackoff, fairMaxBackoff)
 	} else {
 		w.backoff.reset()
 	}
-	w.due = time.Now().Add(wait)
+	w.due = now.Add(wait)
 }
 
 // attemptFailed answers the calls the attempt was for with err; a queued
@@ -142,7 +142,7 @@ func (a *fairActor) grant(m *messages.Acquire, sent time.Time) {
 		return
 	}
 	if m.Lease == 0 {
-		a.arm(renewAfter(sent, a.watchdog))
+		a.arm(renewAfter(a.now, sent, a.watchdog))
 	}
 }
 
@@ -165,7 +165,7 @@ type fairRelease struct {
 func (r *fairRelease) keep() time.Duration { return r.a.ledger.keepFor(r.o.lease) }
 
 func (r *fairRelease) run(op redisio.Op) redisio.Reply {
-	return r.a.rt.io.FairUnlock(r.a.rt.ctx, op, r.a.key.Name, r.o.k.owner, r.o.lease, time.Now())
+	return r.a.rt.io.FairUnlock(r.a.rt.ctx, op, r.a.key.Name, r.o.k.owner, r.o.lease, r.a.now)
 }
 
 func (r *fairRelease) apply(rep redisio.Reply) { r.a.released(r.o, rep) }
@@ -206,7 +206,7 @@ func (a *fairActor) runCancel(now time.Time) bool {
 		a.cancels = append(a.cancels[:i], a.cancels[i+1:]...)
 		a.cancelling++
 		b := &a.base
-		a.rt.io.FairCancelThen(a.rt.ctx, a.key.Name, c.owner, c.w, time.Now(), func(_ bool, err error) {
+		a.rt.io.FairCancelThen(a.rt.ctx, a.key.Name, c.owner, c.w, now, func(_ bool, err error) {
 			b.post(&cancelled{c: c, err: err})
 		})
 		return true
@@ -233,7 +233,7 @@ func (a *fairActor) cancelled(m *cancelled) {
 	if _, requeued := a.waiting[c.owner]; requeued {
 		return // the owner waits again: its new place must stay
 	}
-	c.due = time.Now().Add(c.backoff.next(owedMin, owedMax))
+	c.due = a.now.Add(c.backoff.next(owedMin, owedMax))
 	a.cancels = append(a.cancels, c)
 }
 

@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/lockactor/lockactor/messages"
 )
 
@@ -32,9 +30,6 @@ type Group struct {
 	// in nanoseconds since Epoch; the handle reads it without a message.
 	ValidUntil *atomic.Int64
 }
-
-// Epoch anchors ValidUntil on the monotonic clock.
-var Epoch = time.Now()
 
 // Retry spacing between rounds that failed on contention: random, so that
 // competing groups do not retry in lockstep.
@@ -64,7 +59,7 @@ type groupActor struct {
 
 	pending  *messages.Acquire // an acquisition in a round or between rounds
 	deadline time.Time         // its wait bound; zero: none
-	retry    *time.Timer
+	retry    timer
 
 	cur    *round // the round out, if any
 	rounds uint64 // numbers rounds, so late answers are recognised
@@ -73,7 +68,7 @@ type groupActor struct {
 	held      []bool        // members granted in the current hold
 	heldUntil time.Time     // a fixed-lease hold's end; zero: until Unlock
 	lease     time.Duration // the current RedLock hold's lease; 0 when not renewing
-	renew     *time.Timer
+	renew     timer
 
 	// The current hold's Lost channel (lostHold.go): closed when a
 	// MultiLock's member is lost, or a RedLock keeps fewer than a majority
@@ -82,7 +77,7 @@ type groupActor struct {
 	lost      chan struct{}
 	lostShut  bool
 	holdRound uint64
-	expire    *time.Timer // a RedLock's validity end
+	expire    timer // a RedLock's validity end
 }
 
 func newGroupActor(rt *Runtime, key Key, e *entry, g Group) *groupActor {
@@ -91,13 +86,14 @@ func newGroupActor(rt *Runtime, key Key, e *entry, g Group) *groupActor {
 	return a
 }
 
-// Receive is the coordinator's message loop.
-func (a *groupActor) Receive(ctx actor.Context) {
-	defer a.recoverPanic(ctx)
-	if a.lifecycle(ctx, a) {
+// receive is the coordinator's message loop.
+func (a *groupActor) receive(msg any) {
+	defer a.recoverPanic(msg)
+	a.readClock()
+	if a.lifecycle(msg, a) {
 		return
 	}
-	a.handle(ctx.Message())
+	a.handle(msg)
 }
 
 // handle applies one message; a caller's message or a tick that arrives
@@ -153,7 +149,7 @@ func (a *groupActor) acquire(m *messages.Acquire) {
 	}
 	a.deadline = time.Time{}
 	if m.Wait > 0 {
-		a.deadline = time.Now().Add(m.Wait)
+		a.deadline = a.now.Add(m.Wait)
 	}
 	a.round(m)
 }
@@ -214,7 +210,7 @@ func (a *groupActor) acquired(r *round, timedOut bool) {
 	// it was asked for (without one, each member's watchdog renews it).
 	ok := granted >= a.g.Quorum
 	if lease > 0 {
-		ok = ok && validity(lease, time.Since(r.start)) > 0
+		ok = ok && validity(lease, a.now.Sub(r.start)) > 0
 	}
 	if ok {
 		a.pending = nil
@@ -225,7 +221,7 @@ func (a *groupActor) acquired(r *round, timedOut bool) {
 	// refusals by other holders mean "not acquired", and another round.
 	impossible := len(a.g.Members)-len(errs) < a.g.Quorum
 	a.giveBack(r.parts, func() {
-		more := !m.TryOnly && (a.deadline.IsZero() || time.Now().Before(a.deadline))
+		more := !m.TryOnly && (a.deadline.IsZero() || a.now.Before(a.deadline))
 		switch {
 		case !m.Req.Pending():
 			a.pending = nil
@@ -247,7 +243,7 @@ func (a *groupActor) acquired(r *round, timedOut bool) {
 func (a *groupActor) armRetry() {
 	delay := groupRetryMin + rand.N(groupRetryMax-groupRetryMin)
 	if !a.deadline.IsZero() {
-		delay = min(delay, time.Until(a.deadline))
+		delay = min(delay, a.deadline.Sub(a.now))
 	}
 	if a.retry == nil {
 		a.retry = a.after(delay, &messages.RetryTick{})

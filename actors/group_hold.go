@@ -56,7 +56,7 @@ func (a *groupActor) released(r *round) {
 // member not held, through a fresh coordinator).
 func (a *groupActor) quiet() bool {
 	return a.cur == nil && len(a.later) == 0 && a.pending == nil &&
-		(a.held == nil || (!a.heldUntil.IsZero() && time.Now().After(a.heldUntil)))
+		(a.held == nil || (!a.heldUntil.IsZero() && a.now.After(a.heldUntil)))
 }
 func (a *groupActor) tidy() {}
 

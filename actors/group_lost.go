@@ -91,7 +91,7 @@ func (a *groupActor) expireAt(t time.Time) {
 	if a.expire != nil {
 		a.expire.Stop()
 	}
-	a.expire = a.after(time.Until(t), msg)
+	a.expire = a.after(t.Sub(a.now), msg)
 }
 
 // validityEnded closes the hold's Lost if its validity has run out by now
@@ -100,7 +100,7 @@ func (a *groupActor) validityEnded(m *validityEnded) {
 	if a.held == nil || m.round != a.holdRound {
 		return
 	}
-	if ValidityLeft(a.g.ValidUntil.Load(), time.Now()) <= 0 {
+	if ValidityLeft(a.g.ValidUntil.Load(), a.now) <= 0 {
 		a.closeLost()
 	}
 }

@@ -28,7 +28,7 @@ type round struct {
 	kind     roundKind
 	start    time.Time
 	lease    time.Duration
-	timer    *time.Timer
+	timer    timer
 	asked    []bool // the member was sent a message in this round
 	answered []bool
 	waiting  int // asked, not yet answered
@@ -61,7 +61,7 @@ type roundTimeout struct{ round uint64 }
 func (a *groupActor) begin(kind roundKind) *round {
 	a.rounds++
 	n := len(a.g.Members)
-	r := &round{id: a.rounds, kind: kind, start: time.Now(), asked: make([]bool, n), answered: make([]bool, n)}
+	r := &round{id: a.rounds, kind: kind, start: a.now, asked: make([]bool, n), answered: make([]bool, n)}
 	r.timer = a.after(a.g.NodeTimeout, &roundTimeout{round: r.id})
 	a.cur = r
 	return r

@@ -12,10 +12,11 @@ import (
 
 // A scenario is one table row of the state machines' unit tests: callers'
 // messages, the calls the actor must send in that order with the replies
-// the fake gives them, and the answers the callers must get. Time only
-// moves for real, and only where a row says late(d); every decision that
-// depends on it is steered by leases and latch lives far from the
-// threshold, so a row is deterministic and takes milliseconds.
+// the fake gives them, and the answers the callers must get. The actor
+// runs on the test's goroutine under a virtual clock (virtual_test.go):
+// after every step it handles every message queued, and time moves only
+// where a row says so (late, noCall, at) or waits for what a timer brings
+// (expect, answered), so a row is exact and takes microseconds.
 type scenario struct {
 	name      string
 	latchKeep time.Duration // Config.LatchKeep; 0: an hour
@@ -34,6 +35,7 @@ type act func(h *harness, c *call)
 // harness runs one scenario against one actor of a runtime on the fakes.
 type harness struct {
 	t     *testing.T
+	v     *virtual
 	rt    *Runtime
 	st    *fakeStore
 	ps    *fakeChannels
@@ -46,7 +48,8 @@ type harness struct {
 	heard map[string]string // answers already read, by caller label
 }
 
-// waitFor bounds every wait for something the actor must do at once.
+// waitFor bounds, on the virtual clock, every wait for something a timer
+// of the actor brings.
 const waitFor = 2 * time.Second
 
 const ms = time.Millisecond
@@ -58,6 +61,7 @@ func run(t *testing.T, kind Kind, rows []scenario) {
 			h := newHarness(t, kind, sc)
 			for _, s := range sc.steps {
 				s(h)
+				h.v.run()
 				if t.Failed() {
 					break
 				}
@@ -73,9 +77,9 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 	if keep == 0 {
 		keep = time.Hour
 	}
-	st, ps := newFakeStore(), newFakeChannels()
+	st, ps, v := newFakeStore(), newFakeChannels(), newVirtual()
 	st.permits = sc.permits
-	rt := newRuntimeOn(Config{
+	rt := newRuntimeWith(Config{
 		ClientID:         "client",
 		Watchdog:         time.Hour,
 		IdleAfter:        time.Hour,
@@ -84,9 +88,9 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 		LatchKeep:        keep,
 		SpinQuiet:        sc.spinQuiet,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, st, ps)
+	}, v, st, ps)
 	return &harness{
-		t: t, rt: rt, st: st, ps: ps, key: Key{Kind: kind, Name: "x"},
+		t: t, v: v, rt: rt, st: st, ps: ps, key: Key{Kind: kind, Name: "x"},
 		acq: map[string]*messages.Request{}, rel: map[string]*messages.Release{},
 		ext: map[string]*messages.Extend{}, adj: map[string]*messages.Adjust{}, kept: map[string]*call{}, heard: map[string]string{},
 	}
@@ -187,33 +191,88 @@ func handleExtend(label, own string, lease time.Duration) step {
 
 // Redis.
 
-// expect waits for the actor's next call, checks it is what, and does acts
+// expect takes the actor's next call (advancing the clock timer by timer,
+// up to waitFor, until it makes one), checks it is what, and does acts
 // with it in order.
-func expect(what string, acts ...act) step {
+func expect(what string, acts ...act) step { return expectWithin(waitFor, what, acts...) }
+
+// expectNow is expect for a call the actor has made by now, with no time
+// passing.
+func expectNow(what string, acts ...act) step { return expectWithin(0, what, acts...) }
+
+func expectWithin(within time.Duration, what string, acts ...act) step {
 	return func(h *harness) {
-		select {
-		case c := <-h.st.calls:
-			if c.what != what {
-				h.t.Fatalf("call %q, want %q (answers so far: %v)", c.what, what, h.heard)
+		var c *call
+		h.until(within, func() bool {
+			select {
+			case c = <-h.st.calls:
+				return true
+			default:
+				return false
 			}
-			for _, a := range acts {
-				a(h, c)
-			}
-		case <-time.After(waitFor):
-			h.t.Fatalf("no call within %v, want %q (answers so far: %v)", waitFor, what, h.heard)
+		})
+		if c == nil {
+			h.t.Fatalf("no call within %v, want %q (answers so far: %v)", within, what, h.heard)
+		}
+		if c.what != what {
+			h.t.Fatalf("call %q, want %q (answers so far: %v)", c.what, what, h.heard)
+		}
+		for _, a := range acts {
+			a(h, c)
+			h.v.run()
 		}
 	}
 }
 
-// noCall checks that the actor makes no call for d.
+// noCall advances the clock d and checks that the actor made no call.
 func noCall(d time.Duration) step {
 	return func(h *harness) {
+		h.v.advance(d)
 		select {
 		case c := <-h.st.calls:
 			h.t.Fatalf("call %q, want none for %v", c.what, d)
-		case <-time.After(d):
+		default:
 		}
 	}
+}
+
+// callAfter checks that the actor's next call, what, comes exactly d from
+// now: none before (the clock advances to just short of d), then that
+// call at d; acts are done with it in order.
+func callAfter(d time.Duration, what string, acts ...act) step {
+	return func(h *harness) {
+		noCall(d - time.Microsecond)(h)
+		if h.t.Failed() {
+			return
+		}
+		h.v.advance(time.Microsecond)
+		select {
+		case c := <-h.st.calls:
+			if c.what != what {
+				h.t.Fatalf("call %q at %v, want %q", c.what, d, what)
+			}
+			for _, a := range acts {
+				a(h, c)
+				h.v.run()
+			}
+		default:
+			h.t.Fatalf("no call at %v, want %q", d, what)
+		}
+	}
+}
+
+// until delivers what is queued and checks done; while it is false, it
+// advances the clock to the next timer, up to within from now. It
+// reports whether done became true.
+func (h *harness) until(within time.Duration, done func() bool) bool {
+	h.v.run()
+	limit := h.v.Now().Add(within)
+	for !done() {
+		if !h.v.fireBy(limit) {
+			return false
+		}
+	}
+	return true
 }
 
 // reply: the request ran and r comes back.
@@ -242,8 +301,8 @@ func lose(ran bool, r redisio.Reply) act {
 	}
 }
 
-// late: what follows comes back d later.
-func late(d time.Duration) act { return func(*harness, *call) { time.Sleep(d) } }
+// late: what follows comes back d later (the clock advances d).
+func late(d time.Duration) act { return func(h *harness, _ *call) { h.v.advance(d) } }
 
 // keep holds the call back; later answers it.
 func keep(label string) act { return func(h *harness, c *call) { h.kept[label] = c } }
@@ -308,26 +367,29 @@ func publish(channel, payload string) step {
 	}
 }
 
-// poll tries done every millisecond until it succeeds, failing the test
-// with the message format, args once within has passed.
+// poll checks done, advancing the clock timer by timer up to within until
+// it holds, and fails the test with the message format, args if it never
+// does.
 func (h *harness) poll(within time.Duration, done func() bool, format string, args ...any) {
 	h.t.Helper()
-	deadline := time.Now().Add(within)
-	for !done() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf(format, args...)
-		}
-		time.Sleep(ms)
+	if !h.until(within, done) {
+		h.t.Fatalf(format, args...)
 	}
 }
 
 // Checks.
 
-// answered waits for label's answer and checks it reads want (see
-// describe).
+// answered checks that label has been answered (advancing the clock timer
+// by timer, up to waitFor, until it is) and that the answer reads want
+// (see describe).
 func answered(label, want string) step {
 	return func(h *harness) {
-		got, ok := h.answer(label, waitFor)
+		var got string
+		ok := h.until(waitFor, func() bool {
+			var ok bool
+			got, ok = h.answer(label)
+			return ok
+		})
 		switch {
 		case !ok:
 			h.t.Fatalf("%s: no answer within %v, want %q", label, waitFor, want)
@@ -340,7 +402,7 @@ func answered(label, want string) step {
 // unanswered checks that label has had no answer yet.
 func unanswered(label string) step {
 	return func(h *harness) {
-		if got, ok := h.answer(label, 0); ok {
+		if got, ok := h.answer(label); ok {
 			h.t.Fatalf("%s answered %q, want no answer yet", label, got)
 		}
 	}
@@ -355,35 +417,34 @@ func permits(n int) step {
 	}
 }
 
-// listening checks whether the actor is subscribed to channel. The actor
-// (un)subscribes as it settles, which can come just after the answer a
-// step before waited for: it gets a second to get there.
+// listening checks whether the actor is subscribed to channel.
 func listening(channel string, want bool) step {
 	return func(h *harness) {
-		h.poll(time.Second, func() bool { return h.ps.listening(channel) == want }, "subscribed to %s: %v, want %v", channel, !want, want)
+		h.poll(0, func() bool { return h.ps.listening(channel) == want }, "subscribed to %s: %v, want %v", channel, !want, want)
 	}
 }
 
-func (h *harness) answer(label string, wait time.Duration) (string, bool) {
+// answer is label's answer, if it has one.
+func (h *harness) answer(label string) (string, bool) {
 	if s, ok := h.heard[label]; ok {
 		return s, true
 	}
 	var s string
 	switch {
 	case h.acq[label] != nil:
-		if _, ok := recv(h.acq[label].Done(), wait); !ok {
+		if _, ok := recv(h.acq[label].Done()); !ok {
 			return "", false
 		}
 		r := h.acq[label].Result()
 		s = describe(r.Granted, false, false, r.Err, "refused")
 	case h.rel[label] != nil:
-		r, ok := recv(h.rel[label].Reply, wait)
+		r, ok := recv(h.rel[label].Reply)
 		if !ok {
 			return "", false
 		}
 		s = describe(false, r.Gone, r.NotHeld, r.Err, "ok")
 	case h.ext[label] != nil:
-		r, ok := recv(h.ext[label].Reply, wait)
+		r, ok := recv(h.ext[label].Reply)
 		if !ok {
 			return "", false
 		}
@@ -392,7 +453,7 @@ func (h *harness) answer(label string, wait time.Duration) (string, bool) {
 			s = "watchdog"
 		}
 	case h.adj[label] != nil:
-		r, ok := recv(h.adj[label].Reply, wait)
+		r, ok := recv(h.adj[label].Reply)
 		if !ok {
 			return "", false
 		}
@@ -407,20 +468,12 @@ func (h *harness) answer(label string, wait time.Duration) (string, bool) {
 	return s, true
 }
 
-// recv takes a value from ch, waiting up to wait (0: only if one is there).
-func recv[T any](ch <-chan T, wait time.Duration) (v T, ok bool) {
-	if wait == 0 {
-		select {
-		case v = <-ch:
-			return v, true
-		default:
-			return v, false
-		}
-	}
+// recv takes a value from ch if one is there.
+func recv[T any](ch <-chan T) (v T, ok bool) {
 	select {
 	case v = <-ch:
 		return v, true
-	case <-time.After(wait):
+	default:
 		return v, false
 	}
 }

@@ -44,7 +44,7 @@ type hold struct {
 	// actor is stuck on a hung server, or when a master switch showed the
 	// hold ending sooner (endBy). It runs timeUp, which closes nothing once
 	// the hold is dropped.
-	deadline *time.Timer
+	deadline timer
 	timeMu   sync.Mutex // orders timeUp against drop
 	// cap: while a master switch is followed, the latest a renewal may
 	// move a watchdog hold's deadline to (zero: none; see endBy).
@@ -178,12 +178,7 @@ func (h *hold) confirm(sent time.Time, watchdog time.Duration) {
 	if !h.cap.IsZero() && h.cap.Before(end) {
 		end = h.cap
 	}
-	left := time.Until(end)
-	if h.deadline == nil {
-		h.deadline = time.AfterFunc(left, h.timeUp)
-	} else {
-		h.deadline.Reset(left)
-	}
+	h.loseAt(end)
 }
 
 func (h *hold) stopDeadline() {
@@ -199,7 +194,7 @@ func (h *hold) stopDeadline() {
 // it, and one whose hold was released meanwhile finds its reply ignored.
 type holdBook struct {
 	holds    map[holdKey]*hold
-	timer    *time.Timer
+	timer    timer
 	armed    bool
 	watchdog time.Duration
 	b        *base // the actor: its timers, and whom events are reported for
@@ -227,7 +222,7 @@ func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, toke
 	h.count++
 	h.lease = lease
 	h.confirm(sent, hb.watchdog)
-	h.until = time.Now().Add(hb.leaseOf(lease))
+	h.until = hb.b.now.Add(hb.leaseOf(lease))
 	return h
 }
 
@@ -280,7 +275,7 @@ func (hb *holdBook) drop(k holdKey, h *hold, lost bool) {
 
 // held reports whether any local owner holds, by our records.
 func (hb *holdBook) held() bool {
-	now := time.Now()
+	now := hb.b.now
 	for _, h := range hb.holds {
 		if !h.expired(now) && !h.isLost() {
 			return true
@@ -326,7 +321,7 @@ func (hb *holdBook) arm(after time.Duration) {
 	}
 	hb.armed = true
 	if period := hb.watchdog / 3; after == period && period > 0 {
-		since := time.Since(Epoch)
+		since := hb.b.now.Sub(Epoch)
 		after = period - since%period
 	}
 	if hb.timer == nil {
@@ -353,7 +348,7 @@ func (hb *holdBook) renewAll(renew renewFunc) (lostAny bool) {
 			continue
 		}
 		h.renewing = true
-		sent := time.Now()
+		sent := hb.b.now
 		renew(k, hb.watchdog, h.dropped.Load, func(ok bool, err error) {
 			b.post(&renewed{k: k, h: h, sent: sent, ok: ok, err: err})
 		})
@@ -390,8 +385,8 @@ func (hb *holdBook) renewed(m *renewed) (lost bool) {
 	case m.err == nil && m.ok && !h.isLost():
 		obs.Renewed(b.key, RenewOK)
 		h.confirm(m.sent, hb.watchdog)
-		h.until = time.Now().Add(hb.watchdog)
-	case m.err == nil || time.Since(h.confirmed) >= hb.watchdog:
+		h.until = hb.b.now.Add(hb.watchdog)
+	case m.err == nil || hb.b.now.Sub(h.confirmed) >= hb.watchdog:
 		obs.Renewed(b.key, renewOutcome(m.err))
 		b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", m.k.owner, "err", m.err)
 		hb.drop(m.k, h, true)
@@ -399,7 +394,7 @@ func (hb *holdBook) renewed(m *renewed) (lost bool) {
 	default:
 		obs.Renewed(b.key, RenewError)
 		b.rt.cfg.Logger.Debug("lockactor: renewal failed, retrying", "lock", b.key.Name, "err", m.err)
-		hb.soon(min(hb.watchdog/10, hb.watchdog-time.Since(h.confirmed)))
+		hb.soon(min(hb.watchdog/10, hb.watchdog-hb.b.now.Sub(h.confirmed)))
 	}
 	return false
 }
@@ -449,7 +444,7 @@ func (hb *holdBook) stop() {
 // its key longer, and an actor that retired too soon would let a later
 // Unlock release it as if it had just been held).
 func (hb *holdBook) tidy() {
-	now := time.Now()
+	now := hb.b.now
 	for k, h := range hb.holds {
 		if h.lease > 0 && !now.Before(h.until) {
 			hb.drop(k, h, false)
@@ -462,8 +457,8 @@ func (hb *holdBook) tidy() {
 // no earlier), has run out, so Redis may have let the hold go already (a
 // reply that waited out a paused server while the key's TTL kept running).
 // A grant that comes back with any of its lease left is the caller's.
-func stale(sent time.Time, lease time.Duration) bool {
-	return time.Since(sent) >= lease
+func stale(now, sent time.Time, lease time.Duration) bool {
+	return now.Sub(sent) >= lease
 }
 
 // After a grant given back as stale, the next attempt waits a backoff from
@@ -485,8 +480,8 @@ type lateGate struct {
 
 // tooLate closes the gate for the next backoff after a stale grant, and
 // returns when it opens.
-func (g *lateGate) tooLate() time.Time {
-	g.until = time.Now().Add(g.wait.next(staleMin, staleMax))
+func (g *lateGate) tooLate(now time.Time) time.Time {
+	g.until = now.Add(g.wait.next(staleMin, staleMax))
 	return g.until
 }
 
@@ -499,8 +494,8 @@ func (g *lateGate) shut(now time.Time) bool { return now.Before(g.until) }
 // renewAfter is when a watchdog hold granted by a script sent at sent is
 // first renewed: on the shared period boundary (see arm), or at once when
 // a slow reply has already used up a third of the lease.
-func renewAfter(sent time.Time, watchdog time.Duration) time.Duration {
-	if time.Since(sent) >= watchdog/3 {
+func renewAfter(now, sent time.Time, watchdog time.Duration) time.Duration {
+	if now.Sub(sent) >= watchdog/3 {
 		return time.Millisecond
 	}
 	return watchdog / 3

@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -31,10 +29,9 @@ func TestLostChannelOfAGrantNobodyTook(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
-			hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, time.Minute)
+			hb, v := bookOn(time.Minute)
 			m := &messages.Acquire{Owner: k.owner, Lease: tc.lease, Lost: messages.NewLostChan()}
-			h := hb.granted(k, time.Now(), tc.lease, 0, m.Lost)
+			h := hb.granted(k, v.Now(), tc.lease, 0, m.Lost)
 			defer h.stopDeadline()
 			if h.lost != m.Lost.C {
 				t.Fatal("the hold did not take the caller's channel")
@@ -46,7 +43,7 @@ func TestLostChannelOfAGrantNobodyTook(t *testing.T) {
 			if tc.lease == 0 {
 				h.lose()
 			} else {
-				time.Sleep(tc.lease + 50*time.Millisecond) // the deadline fires on its own goroutine
+				v.advance(tc.lease) // the deadline fires at the lease's end
 			}
 			if got := isClosed(m.Lost.C); got != tc.wantShut {
 				t.Fatalf("caller's channel closed: %v, want %v", got, tc.wantShut)

@@ -114,7 +114,7 @@ func newLedger(b *base) ledger {
 func (l *ledger) send(r request) {
 	op := redisio.Op{Latch: l.latch, Keys: l.keys, Seq: l.b.rt.seq.Add(1), Keep: r.keep()}
 	l.last, l.forgotten = op.Seq, false
-	l.inflight, l.inflOp, l.inflSent = r, op, time.Now()
+	l.inflight, l.inflOp, l.inflSent = r, op, l.b.now
 	b, seq := l.b, op.Seq // captured by value: op itself stays off the heap
 	op.Then = func(rep redisio.Reply) { b.post(&replied{seq: seq, reply: rep}) }
 	if rep := r.run(op); rep.Err != redisio.ErrPending {
@@ -132,7 +132,7 @@ func (l *ledger) onReply(m *replied) bool {
 	}
 	l.inflight = nil
 	if m.reply.Failed() && redisio.Unknown(m.reply.Err) {
-		l.pending = &unsettled{req: r, op: op, sent: l.inflSent, err: m.reply.Err, due: time.Now()}
+		l.pending = &unsettled{req: r, op: op, sent: l.inflSent, err: m.reply.Err, due: l.b.now}
 		return true
 	}
 	r.apply(m.reply)
@@ -189,7 +189,7 @@ func (l *ledger) onResolved(m *resolved) {
 		if p.fails++; p.fails >= 2 && l.stalled != nil {
 			l.stalled(m.err)
 		}
-		p.due = time.Now().Add(p.backoff.next(resolveMin, resolveMax))
+		p.due = l.b.now.Add(p.backoff.next(resolveMin, resolveMax))
 		return
 	}
 	l.pending = nil
@@ -198,7 +198,7 @@ func (l *ledger) onResolved(m *resolved) {
 	switch {
 	case m.s == redisio.Ran:
 		p.req.apply(m.reply)
-	case m.s == redisio.NotRun || time.Since(p.sent) < p.op.Keep*9/10:
+	case m.s == redisio.NotRun || l.b.now.Sub(p.sent) < p.op.Keep*9/10:
 		// No record, while one of the request would still live: it did not
 		// run (and the settlement cancelled it).
 		p.req.notRun(p.err)

@@ -3,8 +3,6 @@ package actors
 import (
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/lockactor/lockactor/messages"
 )
 
@@ -105,13 +103,14 @@ func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	return a
 }
 
-// Receive applies one message to the state, then reconciles.
-func (a *lockActor) Receive(ctx actor.Context) {
-	defer a.recoverPanic(ctx)
-	if a.lifecycle(ctx, a) {
+// receive applies one message to the state, then reconciles.
+func (a *lockActor) receive(msg any) {
+	defer a.recoverPanic(msg)
+	a.readClock()
+	if a.lifecycle(msg, a) {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *messages.Acquire:
 		a.onAcquire(m)
 	case *messages.Release:
@@ -209,7 +208,7 @@ func (a *lockActor) onWake(n news) {
 	if a.wokenByMsg && a.scheme.handsOff() && a.others && a.yields < maxYields {
 		// Other processes listen: let one of theirs go first (see
 		// yieldWindow); the queue tries when the window ends.
-		a.verdict = verdict{until: time.Now().Add(yieldWindow), all: true}
+		a.verdict = verdict{until: a.now.Add(yieldWindow), all: true}
 		a.yielding, a.wokenByMsg = true, false
 	}
 }
@@ -354,7 +353,7 @@ func (a *lockActor) settle() {
 		if a.subID == 0 && a.spin == nil {
 			a.subID = a.subscribe(a.scheme.channel(a.key.Name), &a.sig, lockWake)
 		}
-		switch now := time.Now(); {
+		switch now := a.now; {
 		case a.late.shut(now):
 			next.add(a.late.until)
 		case a.verdict.until.IsZero() && !a.owed.owes(a.waiters.front().Owner):

@@ -14,7 +14,7 @@ import (
 // a direct attempt).
 func (a *lockActor) try(m *messages.Acquire, queued bool) {
 	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, yielded: queued && a.yielding,
-		sent: time.Now(), lease: a.leaseOf(m.Lease), news: a.news}
+		sent: a.now, lease: a.leaseOf(m.Lease), news: a.news}
 	if queued {
 		a.wokenByMsg, a.yielding = false, false
 	}
@@ -63,7 +63,7 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 	switch {
 	case err != nil:
 		a.attemptFailed(m, queued, err)
-	case res.ok && (r.Unsynced || stale(sent, at.lease) || behind):
+	case res.ok && (r.Unsynced || stale(a.now, sent, at.lease) || behind):
 		// Too few replicas confirmed the grant (a failover could lose it),
 		// or the reply came back so late that the hold may be gone
 		// already, or its fencing token is not above one this Client saw:
@@ -71,12 +71,12 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 		// token that cannot be trusted.
 		a.takeBack(m, sent, res.token)
 		if !r.Unsynced && !behind {
-			a.late.tooLate()
+			a.late.tooLate(a.now)
 		}
 		switch {
 		case m.TryOnly && r.Unsynced:
 			m.Req.Answer(messages.Result{Err: r.NotReplicated()})
-		case m.TryOnly && behind && !stale(sent, at.lease):
+		case m.TryOnly && behind && !stale(a.now, sent, at.lease):
 			// The lock was ours: try once more, after the give-back,
 			// with the token seen as the floor.
 			a.direct = append([]*messages.Acquire{m}, a.direct...)
@@ -137,7 +137,7 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 		ttl = a.watchdog // a key without expiry: look again after a lease
 	}
 	ttl = a.spin.retryIn(ttl, a.held())
-	a.verdict = verdict{until: time.Now().Add(ttl), all: a.scheme.exclusive() || m.Mode == messages.Read}
+	a.verdict = verdict{until: a.now.Add(ttl), all: a.scheme.exclusive() || m.Mode == messages.Read}
 }
 
 // grant records a hold taken at sent and tells the caller; if the caller has
@@ -156,7 +156,7 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
 		return
 	}
 	if m.Lease == 0 {
-		a.arm(renewAfter(sent, a.watchdog))
+		a.arm(renewAfter(a.now, sent, a.watchdog))
 	}
 }
 
@@ -216,7 +216,7 @@ func (a *lockActor) runOwed(now time.Time) bool {
 	if o == nil {
 		return false
 	}
-	r := &lockRelease{a: a, o: o, head: a.handoffTarget(o), sent: time.Now()}
+	r := &lockRelease{a: a, o: o, head: a.handoffTarget(o), sent: now}
 	if r.head != nil {
 		r.nextLease = a.leaseOf(r.head.Lease)
 	}
@@ -312,13 +312,13 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		if a.handoffs == HandoffRun/2 {
 			a.countOthers() // known by the run's end
 		}
-		if r.Unsynced || stale(sent, a.leaseOf(head.Lease)) {
+		if r.Unsynced || stale(a.now, sent, a.leaseOf(head.Lease)) {
 			// The new holder's grant is not on enough replicas, or came
 			// back too late to trust (see attempted): undo it; head stays
 			// queued and tries again.
 			a.takeBack(head, sent, 0)
 			if !r.Unsynced {
-				a.late.tooLate()
+				a.late.tooLate(a.now)
 			}
 			return
 		}
@@ -346,7 +346,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 			// local waiters try now, below.
 			a.handoffs = 0
 			if d := a.spin.pause(); d > 0 {
-				a.verdict = verdict{until: time.Now().Add(d), all: true}
+				a.verdict = verdict{until: a.now.Add(d), all: true}
 				return
 			}
 			if res != redisio.ReleasedQuiet {

@@ -21,7 +21,7 @@ import (
 func newPermitActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 	a := newSemaphoreActor(rt, key, e)
 	a.attempt = func(m *messages.Acquire, queued bool) request {
-		return &permAttempt{a: a, m: m, queued: queued, news: a.news, sent: time.Now()}
+		return &permAttempt{a: a, m: m, queued: queued, news: a.news, sent: a.now}
 	}
 	a.giveBack = func(o *owed) request { return &permGiveBack{a: a, o: o} }
 	a.add = rt.io.PermitAdd
@@ -74,13 +74,13 @@ func (r *permAttempt) apply(rep redisio.Reply) {
 		if !r.queued {
 			m.Req.Answer(messages.Result{Err: rep.NotReplicated()})
 		}
-	case granted && stale(r.sent, m.Lease):
+	case granted && stale(a.now, r.sent, m.Lease):
 		// The reply came back after the permit's lease ran out: Redis may
 		// have given the permit to someone else already. It goes back (in
 		// case it is still there), and the request tries again after a
 		// backoff (a single attempt reports none free).
 		a.owePermit(m.Owner)
-		a.late.tooLate()
+		a.late.tooLate(a.now)
 		if !r.queued {
 			m.Req.Answer(messages.Result{})
 		}
@@ -101,13 +101,13 @@ func (r *permAttempt) apply(rep redisio.Reply) {
 			// finds it past (Redis's clock has millisecond steps).
 			wait = min(wait, next+time.Millisecond)
 		}
-		a.verdict = semVerdict{until: time.Now().Add(wait), permits: 1}
+		a.verdict = semVerdict{until: a.now.Add(wait), permits: 1}
 	}
 }
 
 // owePermit gives the permit id back to Redis, until Redis confirms.
 func (a *semaphoreActor) owePermit(id string) {
-	a.owed.push(&owed{k: holdKey{owner: id}, due: time.Now()})
+	a.owed.push(&owed{k: holdKey{owner: id}, due: a.now})
 }
 
 // permGiveBack is one owed permit_release.lua: a Release, or a permit taken

@@ -114,7 +114,7 @@ func (q *owedQueue) owes(owner string) bool {
 func (hb *holdBook) owe(q *owedQueue, k holdKey, m *messages.Release) {
 	lease := hb.leaseFor(k)
 	h, last := hb.giveUp(k)
-	q.push(&owed{k: k, h: h, last: last, lease: lease, m: m, due: time.Now()})
+	q.push(&owed{k: k, h: h, last: last, lease: lease, m: m, due: hb.b.now})
 }
 
 // retryOwed queues o again after a backoff, after an attempt that failed
@@ -129,7 +129,7 @@ func (hb *holdBook) owe(q *owedQueue, k holdKey, m *messages.Release) {
 // hears ErrNotHeld.
 func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
 	o.tries++
-	now := time.Now()
+	now := hb.b.now
 	switch {
 	case hb.b.refusedForGood(err):
 		o.answer(messages.ReleaseResult{Err: err})

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
@@ -87,7 +86,7 @@ type Config struct {
 // actors.
 type Runtime struct {
 	cfg    Config
-	system *actor.ActorSystem
+	sched  scheduler       // runs the actors and keeps the time: protoactor and the wall clock, or a test's
 	conn   *redisio.Conn   // the Client's connection, for IO; nil under a test's fake
 	io     store           // what the actors send to Redis: conn, or a test's fake
 	ps     channels        // what the actors listen on
@@ -101,8 +100,7 @@ type Runtime struct {
 	// stop (a fair waiter's last cancel); set before done closes.
 	stopCtx context.Context
 
-	workers *workerPool // runs the mailboxes
-	mu      sync.Mutex  // serialises spawning and Close
+	mu      sync.Mutex // serialises spawning and Close
 	closed  bool
 	locks   sync.Map       // Key -> *entry
 	running sync.WaitGroup // one count per lock actor until it has stopped
@@ -169,20 +167,17 @@ func (cfg Config) withDefaults() Config {
 // ps (the Client's redisio, or a test's fakes).
 func newRuntimeOn(cfg Config, io store, ps channels) *Runtime {
 	cfg = cfg.withDefaults()
-	log := cfg.Logger
-	system := actor.NewActorSystem(
-		// protoactor narrates its lifecycle at INFO; only its warnings and
-		// errors reach the Client's logger.
-		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-			return slog.New(minLevel{log.Handler(), slog.LevelWarn})
-		}),
-		actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
-	)
+	return newRuntimeWith(cfg, newProtoScheduler(cfg.Logger), io, ps)
+}
+
+// newRuntimeWith is a runtime whose actors sched runs (the state machines'
+// unit tests run them on a virtual clock).
+func newRuntimeWith(cfg Config, sched scheduler, io store, ps channels) *Runtime {
+	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{
-		workers: newWorkerPool(300),
+		sched:   sched,
 		cfg:     cfg,
-		system:  system,
 		io:      io,
 		ps:      ps,
 		ctx:     ctx,
@@ -225,15 +220,15 @@ func (rt *Runtime) Send(key Key, msg any) error {
 // SendGroup delivers msg to the coordinator of group g, named key (KindGroup),
 // spawning it if needed.
 func (rt *Runtime) SendGroup(key Key, g Group, msg any) error {
-	return rt.send(key, func(e *entry) actor.Actor { return newGroupActor(rt, key, e, g) }, msg)
+	return rt.send(key, func(e *entry) machine { return newGroupActor(rt, key, e, g) }, msg)
 }
 
-func (rt *Runtime) send(key Key, produce func(*entry) actor.Actor, msg any) error {
+func (rt *Runtime) send(key Key, produce func(*entry) machine, msg any) error {
 	e, err := rt.pin(key, produce)
 	if err != nil {
 		return err
 	}
-	rt.system.Root.Send(e.pid, msg)
+	e.box.post(msg)
 	e.unpin()
 	return nil
 }
@@ -242,7 +237,7 @@ func (rt *Runtime) send(key Key, produce func(*entry) actor.Actor, msg any) erro
 // an actor may retire only by swinging refs from 0 to retired, after which no
 // sender uses the slot, so no message can land in a stopped mailbox.
 type entry struct {
-	pid  *actor.PID
+	box  mailbox
 	refs atomic.Int64
 	// waiters is the number of callers queued in the actor, published by
 	// it for Census.
@@ -264,7 +259,7 @@ func (e *entry) retire() bool { return e.refs.CompareAndSwap(0, retired) }
 
 // pin finds or spawns the actor for key (built by produce, or by kind when
 // nil) and pins its slot.
-func (rt *Runtime) pin(key Key, produce func(*entry) actor.Actor) (*entry, error) {
+func (rt *Runtime) pin(key Key, produce func(*entry) machine) (*entry, error) {
 	if v, ok := rt.locks.Load(key); ok && v.(*entry).pin() {
 		return v.(*entry), nil
 	}
@@ -279,18 +274,16 @@ func (rt *Runtime) pin(key Key, produce func(*entry) actor.Actor) (*entry, error
 	e := &entry{}
 	e.refs.Store(1)
 	if produce == nil {
-		produce = func(e *entry) actor.Actor { return rt.newActor(key, e) }
+		produce = func(e *entry) machine { return rt.newActor(key, e) }
 	}
-	props := actor.PropsFromProducer(func() actor.Actor { return produce(e) },
-		actor.WithDispatcher(rt.workers))
 	rt.running.Add(1)
-	e.pid = rt.system.Root.Spawn(props)
+	e.box = rt.sched.spawn(produce(e))
 	rt.locks.Store(key, e)
 	return e, nil
 }
 
 // newActor builds the actor that serves key's kind.
-func (rt *Runtime) newActor(key Key, e *entry) actor.Actor {
+func (rt *Runtime) newActor(key Key, e *entry) machine {
 	switch key.Kind {
 	case KindFenced:
 		return newLockActor(rt, key, e, fenced{})
@@ -329,7 +322,7 @@ func (rt *Runtime) Close() {
 		return
 	}
 	rt.closed = true
-	deadline := time.Now().Add(rt.cfg.CloseGrace)
+	deadline := rt.sched.Now().Add(rt.cfg.CloseGrace)
 	stopCtx, cancelStop := context.WithDeadline(context.Background(), deadline)
 	defer cancelStop()
 	rt.stopCtx = stopCtx
@@ -337,7 +330,7 @@ func (rt *Runtime) Close() {
 	close(rt.done)
 
 	rt.locks.Range(func(k, v any) bool {
-		rt.system.Root.Stop(v.(*entry).pid)
+		v.(*entry).box.stop()
 		rt.locks.Delete(k)
 		return true
 	})
@@ -353,8 +346,7 @@ func (rt *Runtime) Close() {
 		rt.cfg.Logger.Warn("lockactor: Close left a pub/sub connection waiting on Redis", "grace", rt.cfg.CloseGrace)
 	}
 	rt.io.Close(deadline)
-	rt.workers.close(deadline)
-	rt.system.Shutdown()
+	rt.sched.shutdown(deadline)
 }
 
 // shutdownCtx is the context for an actor's clean-up as it stops: Close's

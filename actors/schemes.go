@@ -79,7 +79,7 @@ func (fenced) handsOff() bool { return false }
 func (fenced) fences() bool   { return true }
 
 func (fenced) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
-	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, m.Owner, lease, a.tokenFloor(m.Owner, time.Now()))
+	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, m.Owner, lease, a.tokenFloor(m.Owner, a.now))
 }
 
 func (fenced) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {

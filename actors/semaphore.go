@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/lockactor/lockactor/messages"
 	"github.com/lockactor/lockactor/redisio"
 )
@@ -79,13 +77,14 @@ func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 	return a
 }
 
-// Receive applies one message to the state, then reconciles.
-func (a *semaphoreActor) Receive(ctx actor.Context) {
-	defer a.recoverPanic(ctx)
-	if a.lifecycle(ctx, a) {
+// receive applies one message to the state, then reconciles.
+func (a *semaphoreActor) receive(msg any) {
+	defer a.recoverPanic(msg)
+	a.readClock()
+	if a.lifecycle(msg, a) {
 		return
 	}
-	switch m := ctx.Message().(type) {
+	switch m := msg.(type) {
 	case *messages.Acquire:
 		if !m.Req.Pending() {
 			return
@@ -96,7 +95,7 @@ func (a *semaphoreActor) Receive(ctx actor.Context) {
 			a.waiters.push(m)
 		}
 	case *messages.Release:
-		a.owed.push(&owed{n: m.Permits, m: m, k: holdKey{owner: m.Owner}, due: time.Now()})
+		a.owed.push(&owed{n: m.Permits, m: m, k: holdKey{owner: m.Owner}, due: a.now})
 	case *messages.Adjust:
 		a.adjusts = append(a.adjusts, m)
 	case *messages.Abandon:
@@ -126,7 +125,7 @@ func (a *semaphoreActor) onWake(n news) {
 		return
 	}
 	if n.msgs > 0 {
-		a.verdict = semVerdict{until: time.Now().Add(a.rt.cfg.SemaphoreRecheck), permits: max(count+1, 1)}
+		a.verdict = semVerdict{until: a.now.Add(a.rt.cfg.SemaphoreRecheck), permits: max(count+1, 1)}
 	}
 }
 
@@ -174,7 +173,7 @@ func (a *semaphoreActor) settle() {
 			a.subID = a.subscribe(redisio.SemaphoreChannel(a.key.Name), &a.sig, lockWake)
 		}
 		next.add(a.verdict.until)
-		switch now := time.Now(); {
+		switch now := a.now; {
 		case a.late.shut(now):
 			next.add(a.late.until)
 		case a.verdict.until.IsZero():

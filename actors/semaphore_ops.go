@@ -51,7 +51,7 @@ func (a *semaphoreActor) attempted(at *semAttempt, r redisio.Reply) {
 	case n == 1 && r.Unsynced:
 		// Too few replicas confirmed the permits: they go back at once,
 		// and the request tries again (a direct one is told).
-		a.owed.push(&owed{n: m.Permits, due: time.Now()})
+		a.owed.push(&owed{n: m.Permits, due: a.now})
 		if !queued {
 			m.Req.Answer(messages.Result{Err: r.NotReplicated()})
 		}
@@ -61,12 +61,12 @@ func (a *semaphoreActor) attempted(at *semAttempt, r redisio.Reply) {
 		}
 		if !m.Req.Answer(messages.Result{Granted: true}) {
 			// Taken for a caller that has gone: they go straight back.
-			a.owed.push(&owed{n: m.Permits, due: time.Now()})
+			a.owed.push(&owed{n: m.Permits, due: a.now})
 		}
 	case m.TryOnly:
 		m.Req.Answer(messages.Result{})
 	case at.news == a.news:
-		a.verdict = semVerdict{until: time.Now().Add(a.rt.cfg.SemaphoreRecheck), permits: m.Permits}
+		a.verdict = semVerdict{until: a.now.Add(a.rt.cfg.SemaphoreRecheck), permits: m.Permits}
 	}
 }
 
@@ -132,7 +132,7 @@ func (a *semaphoreActor) retryGiveBack(o *owed, err error) {
 	if a.refusedForGood(err) {
 		return
 	}
-	o.later(time.Now(), owedMax)
+	o.later(a.now, owedMax)
 	a.owed.push(o)
 }
 

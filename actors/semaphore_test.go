@@ -2,6 +2,7 @@ package actors
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lockactor/lockactor/redisio"
 )
@@ -108,6 +109,23 @@ func TestSemaphoreActor(t *testing.T) {
 			answered("r", failed(errLost)),
 			noCall(30 * ms),
 			permits(2),
+		}},
+		{name: "several waiters of the Client are served in the order they asked", steps: []step{
+			acquireN("a", 2),
+			expectNow("sem_acquire 2", reply(semNo)),
+			acquireN("b", 1),
+			acquireN("c", 1),
+			noCall(time.Second), // the head was refused: nobody tries before news
+			publish(redisio.SemaphoreChannel("x"), "2"),
+			expectNow("sem_acquire 2", reply(semOK)),
+			answered("a", "granted"),
+			expectNow("sem_acquire 1", reply(semNo)),
+			unanswered("b"),
+			publish(redisio.SemaphoreChannel("x"), "1"),
+			expectNow("sem_acquire 1", reply(semOK)),
+			answered("b", "granted"),
+			expectNow("sem_acquire 1", reply(semNo)), // the next head tries after every grant
+			unanswered("c"),
 		}},
 		{name: "a refused head waits until a message counts enough permits", steps: []step{
 			acquireN("a", 3),

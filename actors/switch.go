@@ -71,8 +71,14 @@ type queueRead struct {
 // watchMaster runs while the runtime lives: see the comment at the top.
 func (rt *Runtime) watchMaster() {
 	defer rt.watching.Done()
-	tick := time.NewTicker(switchCheckEvery)
-	defer tick.Stop()
+	tick := make(chan struct{}, 1)
+	t := rt.sched.AfterFunc(switchCheckEvery, func() {
+		select {
+		case tick <- struct{}{}:
+		default:
+		}
+	})
+	defer t.Stop()
 	var known string    // the master last seen
 	var since time.Time // when the switch being followed was seen; zero: none
 	var reached bool    // the pool was seen on known: one last read is due
@@ -80,8 +86,9 @@ func (rt *Runtime) watchMaster() {
 		select {
 		case <-rt.done:
 			return
-		case <-tick.C:
+		case <-tick:
 		}
+		t.Reset(switchCheckEvery)
 		if since.IsZero() && !rt.hasActors() {
 			continue // idle: silent
 		}
@@ -93,10 +100,10 @@ func (rt *Runtime) watchMaster() {
 			known = now
 		case now != known:
 			rt.cfg.Logger.Warn("lockactor: master switched; re-reading holds there", "from", known, "to", now)
-			known, since, reached = now, time.Now(), false
+			known, since, reached = now, rt.sched.Now(), false
 		}
 		if !since.IsZero() {
-			final := reached || time.Since(since) > switchFollowMax
+			final := reached || rt.sched.Now().Sub(since) > switchFollowMax
 			rt.broadcast(&switched{server: known, final: final})
 			if final {
 				since = time.Time{}
@@ -105,7 +112,7 @@ func (rt *Runtime) watchMaster() {
 			}
 		}
 		cancel()
-		rt.forgetFair(time.Now().Add(-fairRecent))
+		rt.forgetFair(rt.sched.Now().Add(-fairRecent))
 	}
 }
 
@@ -116,7 +123,7 @@ func (rt *Runtime) broadcast(m *switched) {
 	rt.locks.Range(func(k, v any) bool {
 		key, e := k.(Key), v.(*entry)
 		if followsSwitch(key.Kind) && e.pin() {
-			rt.system.Root.Send(e.pid, m)
+			e.box.post(m)
 			e.unpin()
 		}
 		return true
@@ -146,7 +153,7 @@ func (rt *Runtime) sawFair(name string) {
 	if !rt.watches {
 		return
 	}
-	now := time.Now().UnixNano()
+	now := rt.sched.Now().UnixNano()
 	if v, ok := rt.fairSeen.Load(name); ok && now-v.(int64) < int64(time.Second) {
 		return
 	}
@@ -170,14 +177,14 @@ func (hb *holdBook) recheck(m *switched) {
 	if len(hb.holds) == 0 || b.rt.conn == nil {
 		return
 	}
-	r := &holdsRead{final: m.final, sent: time.Now()}
+	r := &holdsRead{final: m.final, sent: b.now}
 	fields := make([]string, 0, len(hb.holds))
 	for k, h := range hb.holds {
 		r.keys, r.holds = append(r.keys, k), append(r.holds, h)
 		fields = append(fields, holdField(k))
 	}
 	b.rt.conn.HoldsOnThen(b.rt.ctx, m.server, b.key.Name, fields, func(left []time.Duration, err error) {
-		r.left, r.err, r.recv = left, err, time.Now()
+		r.left, r.err, r.recv = left, err, b.rt.sched.Now()
 		b.post(r)
 	})
 }
@@ -240,9 +247,9 @@ func earliest(a, b time.Time) time.Time {
 
 // loseAt arms h's deadline to close Lost at t.
 func (h *hold) loseAt(t time.Time) {
-	d := time.Until(t)
+	d := t.Sub(h.at.now)
 	if h.deadline == nil {
-		h.deadline = time.AfterFunc(d, h.timeUp)
+		h.deadline = h.at.rt.sched.AfterFunc(d, h.timeUp)
 		return
 	}
 	h.deadline.Reset(d)
@@ -299,7 +306,7 @@ func (a *fairActor) queueRead(m *queueRead) {
 		if _, holds := a.holds[holdKey{owner, messages.Exclusive}]; holds {
 			continue
 		}
-		a.cancels = append(a.cancels, &fairCancel{owner: owner, w: a.rt.cfg.FairWait, due: time.Now()})
+		a.cancels = append(a.cancels, &fairCancel{owner: owner, w: a.rt.cfg.FairWait, due: a.now})
 	}
 }
 

@@ -38,32 +38,28 @@ func TestRereadAfterSwitch(t *testing.T) {
 		{name: "released before the answer", left: 0, released: true, lostBy: 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
-			hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, watchdog)
-			h := hb.granted(k, time.Now(), tc.lease, 0, nil)
+			hb, v := bookOn(watchdog)
+			h := hb.granted(k, v.Now(), tc.lease, 0, nil)
 			h.offer() // the grant reached its caller
 			defer h.stopDeadline()
 			read := &holdsRead{keys: []holdKey{k}, holds: []*hold{h}, left: []time.Duration{tc.left},
-				sent: time.Now(), recv: time.Now(), final: tc.final}
+				sent: v.Now(), recv: v.Now(), final: tc.final}
 			if tc.released {
 				hb.giveUp(k)
 			}
 			hb.reread(read)
 			if tc.renew {
-				h.confirm(time.Now(), watchdog)
+				h.confirm(v.Now(), watchdog)
 			}
 			if _, kept := hb.holds[k]; kept == tc.dropped && !tc.released {
 				t.Errorf("hold on the record: %v, want %v", kept, !tc.dropped)
 			}
-			select {
-			case <-h.lost:
-				if !tc.lost {
-					t.Fatal("Lost closed")
-				}
-			case <-time.After(max(tc.lostBy, 10*time.Millisecond)):
-				if tc.lost {
-					t.Fatalf("Lost still open %v after the read", tc.lostBy)
-				}
+			v.advance(max(tc.lostBy, 10*time.Millisecond))
+			switch closed := h.isLost(); {
+			case closed && !tc.lost:
+				t.Fatal("Lost closed")
+			case !closed && tc.lost:
+				t.Fatalf("Lost still open %v after the read", tc.lostBy)
 			}
 		})
 	}
@@ -76,22 +72,20 @@ func TestRereadAfterSwitch(t *testing.T) {
 func TestRereadMovesDeadlineBack(t *testing.T) {
 	const watchdog = 30 * time.Second
 	k := holdKey{"client:1", messages.Exclusive}
-	rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
-	hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, watchdog)
-	h := hb.granted(k, time.Now(), 0, 0, nil)
+	hb, v := bookOn(watchdog)
+	h := hb.granted(k, v.Now(), 0, 0, nil)
 	h.offer() // the grant reached its caller
 	defer h.stopDeadline()
 	read := func(left time.Duration, final bool) {
-		now := time.Now()
+		now := v.Now()
 		hb.reread(&holdsRead{keys: []holdKey{k}, holds: []*hold{h}, left: []time.Duration{left}, sent: now, recv: now, final: final})
 	}
 	read(150*time.Millisecond, false) // delayed: the end looks near
-	h.confirm(time.Now(), watchdog)   // a renewal while following: capped there
+	h.confirm(v.Now(), watchdog)      // a renewal while following: capped there
 	read(watchdog, true)              // the last read: the key has its full lease
-	select {
-	case <-h.lost:
+	v.advance(watchdog - time.Millisecond)
+	if h.isLost() {
 		t.Fatal("Lost closed at the stale end of an earlier read")
-	case <-time.After(400 * time.Millisecond):
 	}
 }
 
@@ -113,11 +107,10 @@ func TestDeadlineRacingReleaseClosesNothing(t *testing.T) {
 		{name: "fixed-lease hold after a switch, still held", lease: 20 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults()}
-			hb := newHoldBook(&base{rt: rt, key: Key{KindLock, "x"}}, time.Minute)
-			h := hb.granted(k, time.Now(), tc.lease, 0, nil)
-			h.offer()                           // the grant reached its caller
-			h.loseAt(time.Now().Add(time.Hour)) // as endBy arms it
+			hb, v := bookOn(time.Minute)
+			h := hb.granted(k, v.Now(), tc.lease, 0, nil)
+			h.offer()                        // the grant reached its caller
+			h.loseAt(v.Now().Add(time.Hour)) // as endBy arms it
 			defer h.stopDeadline()
 			if tc.released {
 				hb.giveUp(k)
@@ -128,4 +121,28 @@ func TestDeadlineRacingReleaseClosesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bookOn is the hold book of an actor of a bare runtime on a virtual
+// clock, as a message that arrives now sees it; advancing the clock moves
+// the actor's reading with it.
+func bookOn(watchdog time.Duration) (*holdBook, *clockedVirtual) {
+	v := &clockedVirtual{virtual: newVirtual()}
+	rt := &Runtime{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}.withDefaults(), sched: v.virtual}
+	v.b = &base{rt: rt, key: Key{KindLock, "x"}}
+	v.b.readClock()
+	hb := newHoldBook(v.b, watchdog)
+	return &hb, v
+}
+
+// clockedVirtual is a virtual clock whose advance also moves a bare
+// actor's reading of it, as its next message would.
+type clockedVirtual struct {
+	*virtual
+	b *base
+}
+
+func (v *clockedVirtual) advance(d time.Duration) {
+	v.virtual.advance(d)
+	v.b.readClock()
 }

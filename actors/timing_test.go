@@ -1,0 +1,98 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor/redisio"
+)
+
+// TestBackoffSequences pins each retry schedule to the millisecond, on
+// the virtual clock: the first retry, the doubling, and the ceiling.
+func TestBackoffSequences(t *testing.T) {
+	t.Run("lock", func(t *testing.T) {
+		run(t, KindLock, []scenario{
+			{name: "grants back past their lease: retries 1, 2, 4 ms after each", steps: []step{
+				lock("w", "w", ms),
+				expect("lock w", late(2*ms), reply(granted)),
+				expect("unlock w", reply(released)),
+				callAfter(1*ms, "lock w", late(2*ms), reply(granted)),
+				expect("unlock w", reply(released)),
+				callAfter(2*ms, "lock w", late(2*ms), reply(granted)),
+				expect("unlock w", reply(released)),
+				callAfter(4*ms, "lock w", reply(granted)),
+				answered("w", "granted"),
+			}},
+			{name: "a release Redis keeps refusing: 20, 40, 80 ... ms, capped at a second", steps: holding(
+				unlock("u", "h"),
+				expectNow("unlock h", fail(errBusy)),
+				callAfter(20*ms, "unlock h", fail(errBusy)),
+				answered("u", failed(errBusy)),
+				callAfter(40*ms, "unlock h", fail(errBusy)),
+				callAfter(80*ms, "unlock h", fail(errBusy)),
+				callAfter(160*ms, "unlock h", fail(errBusy)),
+				callAfter(320*ms, "unlock h", fail(errBusy)),
+				callAfter(640*ms, "unlock h", fail(errBusy)),
+				callAfter(time.Second, "unlock h", fail(errBusy)),
+				callAfter(time.Second, "unlock h", reply(released)),
+				noCall(time.Minute),
+			)},
+			{name: "a settlement Redis does not answer: 10, 20, 40 ms", steps: []step{
+				tryLock("w", "w", long),
+				expect("lock w", lose(false, granted)),
+				expect("resolve lock w", settleErr(errLost)),
+				callAfter(10*ms, "resolve lock w", settleErr(errLost)),
+				callAfter(20*ms, "resolve lock w", settleErr(errLost)),
+				callAfter(40*ms, "resolve lock w", settle(redisio.NotRun, redisio.Reply{})),
+				answered("w", failed(errLost)),
+			}},
+		})
+	})
+	t.Run("fair", func(t *testing.T) {
+		run(t, KindFair, []scenario{
+			{name: "a queued waiter told its turn is due any moment: 20, 40, 80 ms", steps: []step{
+				lock("w", "w", long),
+				expect("fair_lock w", reply(refused(0))),
+				callAfter(20*ms, "fair_lock w", reply(refused(0))),
+				callAfter(40*ms, "fair_lock w", reply(refused(0))),
+				callAfter(80*ms, "fair_lock w", reply(granted)),
+				answered("w", "granted"),
+			}},
+			{name: "a queued waiter retries at the estimate it was given", steps: []step{
+				lock("w", "w", long),
+				expect("fair_lock w", reply(refused(300*ms))),
+				callAfter(300*ms, "fair_lock w", reply(granted)),
+				answered("w", "granted"),
+			}},
+		})
+	})
+}
+
+// TestYieldWindow: a queue woken by a release message while other
+// processes may listen holds back yieldWindow, so that a peer slower than
+// an actor gets its turn; after maxYields turns in a row went to peers,
+// it tries at once.
+func TestYieldWindow(t *testing.T) {
+	ch := redisio.LockChannel("x")
+	queued := []step{
+		lock("w", "w", long),
+		expect("lock w", reply(refused(10*time.Second))),
+		listening(ch, true),
+	}
+	run(t, KindLock, []scenario{
+		{name: "the queue tries yieldWindow after the message", steps: append(queued,
+			publish(ch, "0"),
+			callAfter(yieldWindow, "lock w", reply(granted)),
+			answered("w", "granted"),
+		)},
+		{name: "after maxYields turns taken by peers, at once", steps: append(queued,
+			publish(ch, "0"),
+			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // a peer took it
+			publish(ch, "0"),
+			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // again
+			publish(ch, "0"),
+			expectNow("lock w", reply(granted)), // no window now
+			answered("w", "granted"),
+		)},
+	})
+}
