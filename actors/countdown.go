@@ -26,8 +26,7 @@ import (
 // callers wait. A round that reached zero and was set again within a round
 // trip of a caller's arrival may so pass it by: it waits for the next.
 type countDownActor struct {
-	base
-	ledger  ledger
+	scripted
 	waiters []cdWaiter
 	adjusts []*messages.Adjust // TrySetCount (SetOnly) and CountDown (N -1)
 
@@ -73,24 +72,21 @@ type counted struct {
 }
 
 func newCountDownActor(rt *Runtime, key Key, e *entry) *countDownActor {
-	a := &countDownActor{base: base{rt: rt, key: key, entry: e}}
+	a := &countDownActor{}
+	a.init(rt, key, e)
 	a.sig.marker = redisio.CountDownZero
-	a.ledger = newLedger(&a.base)
 	a.ledger.stalled = func(err error) { refuseAdjusts(&a.adjusts, err) }
 	return a
 }
 
-// receive applies one message to the state, then reconciles.
-func (a *countDownActor) receive(msg any) {
-	defer a.recoverPanic(msg)
-	a.readClock()
-	if a.lifecycle(msg, a) {
-		return
-	}
+func (a *countDownActor) receive(msg any) { a.run(msg, a) }
+
+// handle applies the actor's own messages (see lockMachine).
+func (a *countDownActor) handle(msg any) bool {
 	switch m := msg.(type) {
 	case *messages.Acquire:
 		if !m.Req.Pending() {
-			return
+			return false
 		}
 		a.arrivals++
 		a.waiters = append(a.waiters, cdWaiter{m: m, gen: a.arrivals, after: -1})
@@ -109,15 +105,10 @@ func (a *countDownActor) receive(msg any) {
 		if !a.nextCheck.IsZero() && !a.now.Before(a.nextCheck) {
 			a.needCheck = true
 		}
-	case *messages.Continue:
-	case *replied:
-		a.ledger.onReply(m)
-	case *resolved:
-		a.ledger.onResolved(m)
 	default:
-		return
+		return false
 	}
-	a.reconcile()
+	return true
 }
 
 // release answers res to the waiters for which pick is true and drops them,
@@ -213,11 +204,6 @@ func (a *countDownActor) onCounted(m *counted) {
 	case m.n <= 0:
 		a.open(m.upto)
 	}
-}
-
-func (a *countDownActor) reconcile() {
-	a.steps(a.step)
-	a.settle()
 }
 
 // step sends what is due, in order: the settlement of a lost reply, the

@@ -23,9 +23,8 @@ import (
 // of the Redis queue with fair_cancel, retried until Redis confirms, so no
 // ghost stalls the queue of every client until its deadline.
 type fairActor struct {
-	base
+	scripted
 	holdBook
-	ledger  ledger
 	waiting map[string]*fairWaiter // by owner
 	// arrived holds the same waiters in the order they arrived: the order
 	// in which they first join the Redis queue, whatever is in flight when
@@ -73,23 +72,17 @@ const (
 )
 
 func newFairActor(rt *Runtime, key Key, e *entry) *fairActor {
-	a := &fairActor{
-		base:    base{rt: rt, key: key, entry: e},
-		waiting: make(map[string]*fairWaiter),
-	}
+	a := &fairActor{waiting: make(map[string]*fairWaiter)}
+	a.init(rt, key, e)
 	a.holdBook = newHoldBook(&a.base, rt.cfg.Watchdog)
-	a.ledger = newLedger(&a.base)
 	a.ledger.stalled = func(err error) { tellStalled(&a.direct, &a.owed, err) }
 	return a
 }
 
-// receive applies one message to the state, then reconciles.
-func (a *fairActor) receive(msg any) {
-	defer a.recoverPanic(msg)
-	a.readClock()
-	if a.lifecycle(msg, a) {
-		return
-	}
+func (a *fairActor) receive(msg any) { a.run(msg, a) }
+
+// handle applies the actor's own messages (see lockMachine).
+func (a *fairActor) handle(msg any) bool {
 	switch m := msg.(type) {
 	case *messages.Acquire:
 		a.onAcquire(m)
@@ -105,13 +98,6 @@ func (a *fairActor) receive(msg any) {
 			w.due = time.Time{} // news on its own channel: its turn may have come
 			w.news++
 		}
-	case *messages.Tick:
-		a.tickArrived()
-	case *messages.Continue:
-	case *replied:
-		a.ledger.onReply(m)
-	case *resolved:
-		a.ledger.onResolved(m)
 	case *cancelled:
 		a.cancelled(m)
 	case *messages.RenewTick:
@@ -131,9 +117,9 @@ func (a *fairActor) receive(msg any) {
 	case *queueRead:
 		a.queueRead(m)
 	default:
-		return
+		return false
 	}
-	a.reconcile()
+	return true
 }
 
 func (a *fairActor) onAcquire(m *messages.Acquire) {
@@ -195,13 +181,6 @@ func (a *fairActor) drop(w *fairWaiter) {
 	if i := slices.Index(a.arrived, w); i >= 0 {
 		a.arrived = slices.Delete(a.arrived, i, i+1)
 	}
-}
-
-// reconcile runs what the state calls for, one script at a time, then arms
-// the timer and the waiters' subscriptions.
-func (a *fairActor) reconcile() {
-	a.steps(a.step)
-	a.settle()
 }
 
 // step runs the next script due, in order: the settlement of a lost reply,

@@ -25,9 +25,8 @@ import (
 // hold granted here); a local hold's release or loss also makes reconcile
 // run.
 type lockActor struct {
-	base
+	scripted
 	holdBook
-	ledger  ledger
 	scheme  scheme
 	spin    *spinner // non-nil: a spin lock, which never subscribes (spin.go)
 	waiters waitQueue
@@ -92,24 +91,17 @@ const (
 )
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
-	a := &lockActor{
-		base:   base{rt: rt, key: key, entry: e},
-		scheme: s,
-		others: true,
-	}
+	a := &lockActor{scheme: s, others: true}
+	a.init(rt, key, e)
 	a.holdBook = newHoldBook(&a.base, rt.cfg.Watchdog)
-	a.ledger = newLedger(&a.base)
 	a.ledger.stalled = func(err error) { tellStalled(&a.direct, &a.owed, err) }
 	return a
 }
 
-// receive applies one message to the state, then reconciles.
-func (a *lockActor) receive(msg any) {
-	defer a.recoverPanic(msg)
-	a.readClock()
-	if a.lifecycle(msg, a) {
-		return
-	}
+func (a *lockActor) receive(msg any) { a.run(msg, a) }
+
+// handle applies the actor's own messages (see lockMachine).
+func (a *lockActor) handle(msg any) bool {
 	switch m := msg.(type) {
 	case *messages.Acquire:
 		a.onAcquire(m)
@@ -119,14 +111,10 @@ func (a *lockActor) receive(msg any) {
 		a.waiters.remove(m.Req)
 	case *messages.Wake:
 		a.onWake(a.sig.take())
-	case *messages.Tick:
-		a.tickArrived()
-	case *messages.Continue:
+		a.early = 0
 	case *replied:
 		a.ledger.onReply(m)
 		a.early = 0
-	case *resolved:
-		a.ledger.onResolved(m)
 	case *subscribers:
 		a.counted(m)
 	case *messages.RenewTick:
@@ -153,9 +141,9 @@ func (a *lockActor) receive(msg any) {
 			a.forgetVerdict()
 		}
 	default:
-		return
+		return false
 	}
-	a.reconcile()
+	return true
 }
 
 // forgetVerdict drops the verdict: something may have freed the lock.
@@ -246,14 +234,6 @@ func (a *lockActor) countOthers() {
 	})
 }
 
-// reconcile runs what the state calls for, one script at a time, then arms
-// the timers and subscription that keep the waiters' invariant.
-func (a *lockActor) reconcile() {
-	a.steps(a.step)
-	a.wokenByMsg = false
-	a.settle()
-}
-
 // step runs the next script due, in order: the settlement of a lost reply,
 // owed releases, direct attempts, then an attempt for the queue. It returns
 // false when nothing is due.
@@ -342,6 +322,7 @@ func (a *lockActor) heldBack(m *messages.Acquire) bool {
 // (cannot happen after a complete pass) gets an immediate retry: the
 // invariant is enforced here, not assumed.
 func (a *lockActor) settle() {
+	a.wokenByMsg = false // it answers the message of this pass only
 	var next soonest
 	next.add(a.ledger.due())
 	next.add(a.owed.due())

@@ -23,8 +23,7 @@ import (
 // armed within the re-check period; permits given back (a Release, or a
 // grant whose caller had gone) are retried until Redis confirms them.
 type semaphoreActor struct {
-	base
-	ledger  ledger
+	scripted
 	waiters waitQueue
 	direct  []*messages.Acquire // TryAcquire: one attempt, never queued
 	owed    owedQueue           // permits given back
@@ -63,13 +62,13 @@ func (v semVerdict) refuses(m *messages.Acquire, now time.Time) bool {
 }
 
 func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
-	a := &semaphoreActor{base: base{rt: rt, key: key, entry: e}}
+	a := &semaphoreActor{}
+	a.init(rt, key, e)
 	a.attempt = func(m *messages.Acquire, queued bool) request {
 		return &semAttempt{a: a, m: m, queued: queued, news: a.news}
 	}
 	a.giveBack = func(o *owed) request { return &semGiveBack{a: a, o: o} }
 	a.add = rt.io.SemaphoreAdd
-	a.ledger = newLedger(&a.base)
 	a.ledger.stalled = func(err error) {
 		tellStalled(&a.direct, &a.owed, err)
 		refuseAdjusts(&a.adjusts, err)
@@ -77,17 +76,14 @@ func newSemaphoreActor(rt *Runtime, key Key, e *entry) *semaphoreActor {
 	return a
 }
 
-// receive applies one message to the state, then reconciles.
-func (a *semaphoreActor) receive(msg any) {
-	defer a.recoverPanic(msg)
-	a.readClock()
-	if a.lifecycle(msg, a) {
-		return
-	}
+func (a *semaphoreActor) receive(msg any) { a.run(msg, a) }
+
+// handle applies the actor's own messages (see lockMachine).
+func (a *semaphoreActor) handle(msg any) bool {
 	switch m := msg.(type) {
 	case *messages.Acquire:
 		if !m.Req.Pending() {
-			return
+			return false
 		}
 		if m.TryOnly {
 			a.direct = append(a.direct, m)
@@ -102,17 +98,10 @@ func (a *semaphoreActor) receive(msg any) {
 		a.waiters.remove(m.Req)
 	case *messages.Wake:
 		a.onWake(a.sig.take())
-	case *messages.Tick:
-		a.tickArrived()
-	case *messages.Continue:
-	case *replied:
-		a.ledger.onReply(m)
-	case *resolved:
-		a.ledger.onResolved(m)
 	default:
-		return
+		return false
 	}
-	a.reconcile()
+	return true
 }
 
 // onWake applies pub/sub news. A message carries the count available now:
@@ -127,11 +116,6 @@ func (a *semaphoreActor) onWake(n news) {
 	if n.msgs > 0 {
 		a.verdict = semVerdict{until: a.now.Add(a.rt.cfg.SemaphoreRecheck), permits: max(count+1, 1)}
 	}
-}
-
-func (a *semaphoreActor) reconcile() {
-	a.steps(a.step)
-	a.settle()
 }
 
 // step runs the next script due, in order: the settlement of a lost reply,
