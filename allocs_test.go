@@ -13,7 +13,7 @@ import (
 
 // The allocation budget of one Lock+Unlock pair over the whole client path
 // (handle, actor, pipeline, go-redis), counted in every goroutine of the
-// process: issue 18 asks for at most 40. allocSlack is what go-redis's own
+// process: at most 40. allocSlack is what go-redis's own
 // internals may add without any change of ours: its pool health check
 // costs 3 allocations per connection taken (two per pair) and its reply
 // reader one per status reply, and both differ between go-redis versions.

@@ -105,19 +105,17 @@ func isNil(rdb redis.UniversalClient) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// Close stops every actor, cancels every watchdog, drops every subscription and
-// makes all waiting calls return ErrClosed. Locks still held are NOT released
-// in Redis (as in Redisson: they expire after the watchdog timeout); fair-lock
-// waiters are taken out of the Redis queue, best effort. Releases still owed
-// to Redis (an Unlock or Release that Redis did not confirm) are abandoned:
-// a lock's lease then frees it, but permits owed to a semaphore stay lost.
+// Close stops every actor and watchdog, drops every subscription and makes
+// waiting calls return ErrClosed, within about a second whatever Redis
+// does; it is idempotent. Held locks are not released in Redis (they expire
+// after their lease, as in Redisson), fair-lock waiters are taken out of
+// the queue and the Client's request records deleted, best effort, and
+// releases still owed to Redis are abandoned (a lock's lease frees it;
+// permits owed to a semaphore stay lost).
 //
-// Close returns within about a second whatever Redis does. After it returns,
-// no goroutine started by the package is left running, with one exception:
-// a command stuck in the go-redis client on a server that does not answer
-// (with no read timeout set, possibly forever) belongs to that client; the
-// goroutine waiting for it ends, without touching Redis again, as soon as
-// go-redis returns. Close is idempotent.
+// Note: after Close no goroutine of the package is left, except one that
+// waits for a command stuck in go-redis on a server that does not answer;
+// it ends, without touching Redis again, when go-redis returns.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
@@ -192,22 +190,18 @@ func (c *Client) FencedLock(name string) *Lock {
 	return c.newLock(actors.KindFenced, name)
 }
 
-// SpinLock is a reentrant lock in Lock's key layout that never subscribes to pub/sub
-// (RedissonSpinLock): its waiters retry with exponential backoff and jitter, for Redis
-// services that restrict pub/sub. It excludes Lock handles (and Redisson's RLock and
-// RSpinLock) of the same name both ways, and behaves as Lock does in every other way:
-// the watchdog, WithLease, TryLock and WithWait, Unlock, Lost, ctx cancellation and
-// Close. Waiting costs one script per retry per name per Client, however many of its
-// goroutines wait (WithSpinBackoff sets the spacing); a release by another process is
-// noticed at the next retry rather than at once. Goroutines of the same Client still
-// get the lock straight from the holder's Unlock, in the same script.
+// SpinLock is a reentrant lock in Lock's key layout whose waiters never
+// subscribe to pub/sub (RedissonSpinLock): they retry with exponential
+// backoff and jitter (WithSpinBackoff), one script per retry per name per
+// Client however many goroutines wait, so a release elsewhere is noticed
+// at the next retry. It excludes Lock handles and Redisson's RLock and
+// RSpinLock of the same name both ways, and behaves as Lock in every other
+// way; goroutines of the same Client still get it straight from the
+// holder's Unlock.
 //
-// Its release publishes on the lock's channel, so Lock waiters of the same name wake at
-// once; a server that refuses the publish (an ACL user without the channel or the
-// PUBLISH command) does not fail the release, which stands (one warning is logged).
-// WithSpinPublish(false) makes its releases and ForceUnlock publish nothing, as
-// Redisson's RSpinLock: Lock waiters of the name then take the lock at their next
-// retry, within the holder's lease.
+// Note: its releases publish on the lock's channel, so Lock waiters of the
+// name wake at once; WithSpinPublish(false) turns that off for services
+// that deny pub/sub.
 func (c *Client) SpinLock(name string) *Lock {
 	return c.newLock(actors.KindSpin, name)
 }

@@ -1,6 +1,6 @@
 package lockactor_test
 
-// Fencing tokens across a counter that went back (issue 21): a Sentinel
+// Fencing tokens across a counter that went back: a Sentinel
 // failover or a crash can lose writes the old master acknowledged, so the
 // new master's redisson_lock_token:{name} can be lower than a token already
 // issued. These tests put the counter back by hand, as such a failover

@@ -21,7 +21,7 @@ import (
 // another kind sent its own request on the name: the settlement must still
 // learn that the request ran (before, one latch per name and Client was
 // overwritten, the partial release was sent again, and another Client got
-// a lock whose owner still counted a hold). Issue 17, item 3.
+// a lock whose owner still counted a hold).
 func TestLatchPerKindOfSharedName(t *testing.T) {
 	lock := func(c *lockactor.Client) *lockactor.Lock { return c.Lock("shared-kind") }
 	tests := []struct {
@@ -72,7 +72,7 @@ func TestLatchPerKindOfSharedName(t *testing.T) {
 // A semaphore request whose reply was lost and whose settlement could not
 // reach Redis for longer than its latch record lives is never settled as
 // "did not run" (that sent a Release again: 3 permits of 2). The count may
-// only err on the side of fewer permits. Issue 17, item 4.
+// only err on the side of fewer permits.
 func TestSemaphoreSettlementAfterLatchExpired(t *testing.T) {
 	// Parallel: its own servers, and it mostly waits for records to expire.
 	t.Parallel()
@@ -122,7 +122,7 @@ func TestSemaphoreSettlementAfterLatchExpired(t *testing.T) {
 // A replayed or settled request writes to the master (it refreshes its
 // latch record), so that a WAIT after it on a fresh connection measures a
 // write of this request on Redis 7.2 and later, where WAIT counts only the
-// connection's own propagated writes. Issue 17, item 14.
+// connection's own propagated writes.
 func TestLatchReplayWrites(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)

@@ -25,7 +25,7 @@ import (
 // A release that hands the lock straight to a local waiter, whose reply
 // comes back after the waiter's lease has run out, must not hand that
 // waiter a hold Redis has already dropped: before, Lock returned nil with
-// RemainingLease 0 and another Client's TryLock succeeded. Issue 17, item 1.
+// RemainingLease 0 and another Client's TryLock succeeded.
 func TestLateHandoffIsNotHandedOut(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb, hook := hooked(t, srv)

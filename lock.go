@@ -184,22 +184,17 @@ func (l *Lock) heldNothing() {
 	l.box.free()
 }
 
-// Unlock releases one hold. ErrNotHeld if this handle does not hold the lock
-// (never held or already fully released, which it knows without asking
-// Redis, or the lease expired and someone else may hold it).
+// Unlock releases one hold; the watchdog stops renewing it at once. It
+// returns ErrNotHeld if this handle holds nothing (never held, already fully
+// released, or the lease expired and someone else may hold it), and an
+// error matching ErrReleasePending (and ctx's error, or wrapping Redis's)
+// when ctx ended, or Redis failed twice, before Redis confirmed: the
+// runtime then goes on releasing in the background until Redis confirms or
+// the lease has run out, at most once, and this handle's next Lock or
+// TryLock waits for it. Do not call Unlock again for that hold.
 //
-// The hold is given up when Unlock is called, whatever follows: the watchdog
-// stops renewing it at once. When Unlock returns an error matching
-// ErrReleasePending (ctx ended before Redis confirmed, or Redis failed
-// twice; the error also matches the ctx's, or wraps Redis's), the runtime
-// keeps telling Redis in the background until Redis confirms or the hold's
-// lease has run out, and Redis applies the release at most once; Lost
-// closes if the hold turns out to have been lost meanwhile. Do not call
-// Unlock again for that hold. A release Redis refuses for good (the name
-// holds another kind's data) returns Redis's error alone. While a release
-// is owed, this handle's next Lock or TryLock waits for it (a release that
-// reached Redis after a newer grant to the same handle would free that
-// grant).
+// Note: a release Redis refuses for good (the name holds another kind's
+// data) returns Redis's error alone, and is not retried.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if err := l.check(ctx); err != nil {
 		return err
@@ -226,25 +221,18 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return nil
 }
 
-// Extend gives a WithLease hold `lease` more from now (the key's TTL becomes
-// lease): ErrNotHeld if this handle does not hold the lock (never held,
-// released, or expired); ErrInvalidArgument for lease <= 0 or on a
-// watchdog-renewed hold.
+// Extend sets a WithLease hold's lease to lease from now (in whole
+// milliseconds, rounded up). It returns ErrNotHeld when this handle holds
+// nothing (never held, released, expired, found gone, or the reply came
+// back after the new lease could have run out, which closes Lost too),
+// ErrInvalidArgument for lease <= 0 or a watchdog-renewed hold, and with
+// WithReplicaSync ErrNotReplicated when too few replicas confirmed. On an
+// error the lease stays as the runtime counted it; if ctx ends first, it
+// may or may not have been extended.
 //
-// It works for every kind of Lock: a plain Lock, a FairLock, a FencedLock
-// (the token stays the same) and either view of a ReadWriteLock, whose key
-// keeps the longest lease any of its holds needs (its TTL becomes at least
-// lease). The lease counts in whole milliseconds, rounded up, as
-// WithLease's does. A reentrant hold is extended as a whole, and a later WithLease
-// acquisition by the same handle sets its lease again. A hold found gone in
-// Redis closes Lost, and so does a reply that comes back after the new
-// lease, counted from when it was sent, could have run out: that Extend
-// returns ErrNotHeld, since the caller would get none of the lease. A Redis
-// error, or (with WithReplicaSync) a renewal too few replicas confirmed
-// (ErrNotReplicated), is returned wrapped and leaves the hold's lease as the
-// runtime counts it as it was; if ctx ends first, the lease may or may not
-// have been extended. On a member of a MultiLock or RedLock it extends that
-// member alone (a RedLock re-applies its own lease to its members).
+// Note: a reentrant hold is extended as a whole, a FencedLock keeps its
+// token, a ReadWriteLock's key keeps the longest lease its holds need, and
+// a member of a MultiLock or RedLock is extended alone.
 func (l *Lock) Extend(ctx context.Context, lease time.Duration) error {
 	if err := l.check(ctx); err != nil {
 		return err
@@ -304,21 +292,17 @@ func (l *Lock) what() kind {
 // close.
 func (l *Lock) Lost() <-chan struct{} { return l.box.get() }
 
-// Token is the fencing token of the current hold of a FencedLock, the same
-// for every reentrant hold of one acquisition. 0 for other kinds, when not
-// held, or once Lost has closed.
+// Token is the fencing token of a FencedLock's current hold, the same for
+// every reentrant hold of one acquisition; 0 for other kinds, when not
+// held, or once Lost has closed. Within one Client a name's tokens
+// strictly increase, also after the counter in Redis went back; across
+// Clients, as long as it never does.
 //
-// Within one Client, a name's tokens strictly increase: a hold from zero,
-// through any handle of the Client, gets a token above every token the
-// Client has seen for that name, also after the counter in Redis went back
-// (a Sentinel or Cluster failover that lost acknowledged writes, a restart
-// without persistence, a DEL of the counter), and the counter is raised
-// past it. Across Clients, tokens strictly increase as long as the counter
-// never goes back. After it did, a Client that never saw the higher tokens
-// can be issued a token lower than, or equal to, one another Client got
-// before; so the resource must still check every write's token against
-// the highest it has accepted, and it cannot tell apart two holders that
-// carry the same token. See docs/PROTOCOL.md, section 3.
+// Note: a failover that lost writes, a restart without persistence or a
+// DEL of the counter can put it back, and a Client that never saw the
+// higher tokens may then be issued one again: the resource must still
+// check every write's token against the highest it accepted
+// (docs/PROTOCOL.md, section 3).
 func (l *Lock) Token() uint64 {
 	cur := l.box.current()
 	if cur == nil {

@@ -109,25 +109,14 @@ func WithSpinBackoff(min, max time.Duration) Option {
 	return func(o *options) { o.spinMin, o.spinMax = min, max }
 }
 
-// WithSpinPublish chooses whether a SpinLock's releases publish on the
-// lock's channel: the Unlock of an owner's last hold, the release that ends
-// a run of hand-offs between the Client's own waiters, and ForceUnlock
-// through a SpinLock handle. SpinLock waiters never need the message (they
-// retry; see WithSpinBackoff); Lock waiters of the same name, this
-// library's or Redisson's RLock, in any process, are woken by it.
-//
-// On (the default), releases publish as Lock's do, and those Lock waiters
-// take the lock at once. A server that refuses the publish (an ACL user
-// denied the channel, as with resetchannels, or the PUBLISH command) does
-// not fail the release: it stands, the Unlock succeeds, and the Client
-// logs one warning. Each refusal is still a denial on the server,
-// recorded in its ACL LOG.
-//
-// Off, nothing is published, as Redisson's RSpinLock does: use it on
-// services that deny or ration pub/sub. Lock waiters of the same name then
-// take the lock at their next retry instead, at most the holder's lease
-// (the watchdog timeout, default 30s) after its release. The option
-// changes only SpinLock handles.
+// WithSpinPublish chooses whether a SpinLock's releases (an owner's last
+// Unlock, the end of a run of local hand-offs, ForceUnlock) publish on the
+// lock's channel, as Lock's do. On (the default), Lock waiters of the name,
+// this library's or Redisson's RLock, wake at once; a server that refuses
+// the publish (an ACL) does not fail the release, and the Client logs one
+// warning. Off, nothing is published, as Redisson's RSpinLock: those Lock
+// waiters take the lock at their next retry, at most the holder's lease
+// after its release. SpinLock waiters never need the message.
 func WithSpinPublish(on bool) Option {
 	return func(o *options) { o.spinQuiet = !on }
 }
@@ -145,47 +134,21 @@ func WithShardedPubSub(on bool) Option {
 	return func(o *options) { o.sharded = &on }
 }
 
-// WithReplicaSync sets how changes are confirmed on replicas, as Redisson's
-// checkLockSyncedSlaves and slavesSyncTimeout do: every acquire, renew and
-// release script is followed, in the same round trip on the key's master, by
-// WAIT (WAITAOF with WithReplicaSyncAOF) for replicas replicas, within
-// timeout.
+// WithReplicaSync makes every acquire, renewal and release script wait, in
+// the same round trip on the key's master, for replicas replicas to confirm
+// it (WAIT, or WAITAOF with WithReplicaSyncAOF) within timeout, as
+// Redisson's checkLockSyncedSlaves does. replicas < 0 counts every replica
+// the master reports connected, 0 turns sync off; the default is
+// WithReplicaSync(-1, time.Second). A grant too few replicas confirmed is
+// undone (TryLock returns ErrNotReplicated, Lock keeps trying); a renewal
+// too few confirmed extends nothing, so Lost closes where the last
+// confirmed lease ends; Extend returns ErrNotReplicated; a release stands.
+// timeout <= 0 with sync on makes New fail.
 //
-// replicas < 0 waits for every replica the master reports connected
-// (connected_slaves, read from the master when a script needs it and at
-// most a second old; an idle Client sends nothing); replicas == 0 turns sync
-// off; replicas > 0 asks for that many. The default, WithReplicaSync(-1,
-// time.Second), costs nothing on a master without replicas.
-//
-// "Every connected replica" can be none: a master drops a replica that lags
-// past repl-timeout (or dies), and from then on the default confirms grants
-// with no replica at all, and they succeed, just when a failover is most
-// likely to lose them. Where a grant must survive a failover, give an
-// explicit count (WithReplicaSync(1, time.Second): such grants fail with
-// ErrNotReplicated), or set min-replicas-to-write on the master so that it
-// refuses the write itself.
-//
-// A server that refuses WAIT (the command is missing on some managed
-// offerings, or an ACL denies it: NOPERM) is logged once per Client, at
-// error level for an ACL. Under the default (this option not passed) sync
-// is then off for that server and grants succeed unconfirmed. Passing
-// WithReplicaSync makes it a requirement: grants there are undone (TryLock
-// returns ErrNotReplicated, Lock waits) until WAIT is allowed, rather than
-// reported unconfirmed. replicas < 0 needs INFO to count the replicas: an
-// ACL that denies INFO turns sync off for that server (logged once); an
-// explicit count needs no INFO.
-//
-// A grant confirmed by fewer replicas than required is undone at once (the
-// hold is released on the master): Lock keeps trying until its ctx ends,
-// TryLock returns an error matching ErrNotReplicated. A watchdog renewal
-// that too few replicas confirmed extends nothing: a failover may lose it,
-// so the hold's end stays where the last confirmed grant or renewal put it
-// (its send time plus the lease), the watchdog tries again, and Lost
-// closes at that end unless a later renewal is confirmed first. Extend
-// returns an error matching ErrNotReplicated and leaves the lease the
-// runtime counts as it was. A release that too few replicas confirmed
-// stands on the master, and nothing is logged. timeout <= 0 with sync on
-// makes New fail.
+// Note: "every connected replica" can be none, and under the default a
+// server that refuses WAIT turns sync off for itself; where a grant must
+// survive a failover, pass an explicit count, which stays a requirement
+// (docs/DEPLOYMENT.md, "Replica sync").
 func WithReplicaSync(replicas int, timeout time.Duration) Option {
 	return func(o *options) { o.syncReplicas, o.syncTimeout, o.syncGiven = replicas, timeout, true }
 }

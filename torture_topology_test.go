@@ -52,10 +52,10 @@ func TestTortureReplicaSync(t *testing.T) {
 }
 
 // strictWorkers are TestTortureSentinelStrict's goroutines: 6 on each of
-// the 3 Clients its workload uses (issue 21).
+// the 3 Clients its workload uses.
 const strictWorkers = 18
 
-// TestTortureSentinelStrict is issue 21's Sentinel torture
+// TestTortureSentinelStrict is the strict Sentinel torture
 // (torture.SentinelStrictTopology): a master with two replicas and three
 // sentinels; 3 Clients x 6 goroutines with WithReplicaSync(1, 500ms) and
 // WithWatchdogTimeout(1500ms) taking Lock, TryLock, FairLock, FencedLock

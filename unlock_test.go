@@ -19,7 +19,7 @@ import (
 // same handle then locks again. The owed release must not reach Redis after
 // that newer grant to the same owner (the hash field is the same for both
 // holds, so Redis would delete the new hold and another Client would get
-// the lock). Issue 17, item 2.
+// the lock).
 func TestOwedReleaseSparesNewerHoldOfSameHandle(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb, hook := hooked(t, srv)
@@ -60,8 +60,7 @@ func TestOwedReleaseSparesNewerHoldOfSameHandle(t *testing.T) {
 
 // Unlock is answered even when every release attempt fails with an error
 // that leaves open whether it ran, and settlement says it did not: before,
-// the retry path never answered and Unlock waited for its ctx. Issue 17,
-// item 6.
+// the retry path never answered and Unlock waited for its ctx.
 func TestUnlockAnsweredWhenReleaseKeepsFailing(t *testing.T) {
 	tests := []struct {
 		name string
@@ -100,7 +99,7 @@ func TestUnlockAnsweredWhenReleaseKeepsFailing(t *testing.T) {
 // A final release whose reply is lost, and whose settlement fails for
 // longer than a short-lived latch record would have lived, is still learnt
 // to have run: the hold was released, so Lost stays open and nothing is
-// sent again. Issue 17, item 5.
+// sent again.
 func TestLateSettlementOfFinalRelease(t *testing.T) {
 	// Parallel: its own server, and it mostly sleeps.
 	t.Parallel()

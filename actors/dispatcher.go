@@ -7,26 +7,17 @@ import (
 	"github.com/lockactor/lockactor/internal/syncx"
 )
 
-// workerPool is the runtime's protoactor Dispatcher. protoactor's default
-// runs every mailbox batch on a fresh goroutine, whose small stack then grows
-// (and is copied) inside go-redis on every lock operation; a profile of the
-// uncontended path showed that copying among its top costs. The pool hands a
-// batch to an idle worker, or starts one, and workers stay for a while.
+// workerPool is the runtime's protoactor Dispatcher: it hands a mailbox's
+// batch to an idle worker, or starts one, and a worker stays workerIdle
+// for more. protoactor's default starts a goroutine per batch, whose small
+// stack then grows (and is copied) inside go-redis on every lock operation.
 //
-// Running an idle actor's mailbox on the posting goroutine instead
-// (protoactor's synchronized dispatcher) was measured and not taken: it
-// removes two of the four goroutine hand-offs of a call, yet saved only
-// ~4 µs of client CPU per uncontended pair (165 -> 161 µs; the ratio to raw
-// moved 0.70x -> 0.77x in bench and +2 % in a same-process A/B), left
-// manykeys even and one key with 256 goroutines lower (1.54x -> 1.42x raw;
-// one bench run of 3 rounds each, 2 shared cores). Measured again with
-// the batcher also sending an idle master's script on the actor's
-// goroutine, so that an uncontended pair crossed no goroutine at all: the
-// same ratio to raw (0.79x-0.83x; bench/RESULTS.md), so the hand-offs are
-// not that gap. It would also run actors inside redisio's pub/sub
-// delivery, which holds the PubSub lock that an actor's subscribe and
-// unsubscribe take, and leave a caller's goroutine stuck in go-redis on a
-// hung server, deaf to its ctx.
+// Note: running an idle actor on the posting goroutine instead (protoactor's
+// synchronized dispatcher) was measured and not taken (bench/RESULTS.md,
+// "Uncontended: where the extra 50 µs of a pair go"): it saved little, it
+// would run actors inside redisio's pub/sub delivery, which holds the lock
+// an actor's subscribe takes, and it would leave a caller's goroutine stuck
+// in go-redis on a hung server, deaf to its ctx.
 type workerPool struct {
 	work       chan func() // unbuffered: a hand-off to an idle worker
 	stop       chan struct{}

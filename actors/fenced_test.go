@@ -30,7 +30,7 @@ func loseHold(own string) step {
 
 // TestLockActor_FencingFloor covers the floor each fenced acquire sends
 // (fenced_lock.lua's ARGV[3], shown after ">" in the call) and the grants
-// the actor will not hand out (issue 21): a new hold's token must be above
+// the actor will not hand out: a new hold's token must be above
 // every token the Client has seen for the name, whichever owner saw it; a
 // reentrant grant keeps its hold's token.
 func TestLockActor_FencingFloor(t *testing.T) {

@@ -226,8 +226,8 @@ func TestLockActor_OwedRelease(t *testing.T) {
 
 // TestLockActor_Settlement covers the settlement (latch_resolve) of a
 // request whose reply was lost: it ran, it did not, or its record is gone,
-// which means "did not run" only while a record of it would still live
-// (issue 17, items 4 and 5); past that nobody can tell.
+// which means "did not run" only while a record of it would still live;
+// past that nobody can tell.
 func TestLockActor_Settlement(t *testing.T) {
 	run(t, KindLock, []scenario{
 		{name: "acquire ran: granted from the record", steps: []step{

@@ -11,7 +11,7 @@ import (
 // fake counts the permits in Redis as the calls that ran left them; a row
 // checks that count against what the callers were told. Where the outcome
 // is unknown the count may end lower than the callers hold, never higher
-// (issue 17, item 4: one Release(1) had left 4 permits of 2).
+// (a Release sent again after it had run once would mint permits).
 func TestSemaphoreActor(t *testing.T) {
 	run(t, KindSemaphore, []scenario{
 		{name: "a release Redis refuses for good is answered with the error and never sent again", steps: []step{

@@ -177,7 +177,7 @@ func CheckFencingTokens(l *Log, spans []Span) []Violation {
 // prefix), Y's token must be above X's. Unlike CheckFencingTokens it
 // judges every fenced hold, across restarts and Unsafe windows: a Client
 // remembers the highest token it has seen per name and never hands out one
-// that is not above it, whatever the counter in Redis lost (issue 21).
+// that is not above it, whatever the counter in Redis lost.
 func CheckClientTokens(l *Log) []Violation {
 	type key struct{ res, client string }
 	groups := map[key][]*Hold{}

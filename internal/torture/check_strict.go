@@ -32,7 +32,7 @@ type StrictLimits struct {
 	LostSlack time.Duration
 }
 
-// CheckStrict judges a run of SentinelStrictTopology (issue 21) without
+// CheckStrict judges a run of SentinelStrictTopology without
 // relaxing safety around failovers: unlike CheckTopology it cuts no hold
 // at a failover, and leaves out no grant made during one.
 //

@@ -19,7 +19,7 @@
 // acknowledged (a crash failover, any Sentinel switch) CheckTopology relaxes
 // the safety checks inside those windows only, and says so (Relaxations);
 // elsewhere, and for every caller's answer, it is as strict as Check.
-// SentinelStrictTopology (issue 21) is judged by CheckStrict instead,
+// SentinelStrictTopology is judged by CheckStrict instead,
 // which relaxes no safety check there: a critical section counts until its
 // holder's Lost closed, whatever failed over meanwhile.
 //

@@ -39,7 +39,7 @@ type Relaxations struct {
 	// acknowledged: a master killed before its replica got the latest
 	// writes, a Sentinel switch (writes that reached the old master after
 	// the promotion are discarded when it resyncs; renewals that landed
-	// there still extended the hold locally: issue 21, mechanisms 1 and 2).
+	// there still extended the hold locally).
 	// A hold open when one starts is cut there (its owner may not know it
 	// lost the lock), and a hold whose grant may have been written inside
 	// one is left out of mutual exclusion, the permit bound and fencing;
@@ -113,7 +113,7 @@ func granted(h *Hold, w Interval) bool { return h.AcqStart.Before(w.B) && h.Gran
 
 // eras groups the fenced spans by the stretch between Unsafe windows of
 // their resource in which they were granted, leaving out those granted
-// inside one: a token counter may go back across a lossy switch (issue 21),
+// inside one: a token counter may go back across a lossy switch,
 // never within a stretch.
 func (rx Relaxations) eras(spans []Span) [][]Span {
 	byEra := map[int][]Span{}

@@ -30,7 +30,7 @@ type sentinelTopo struct {
 // the sentinels' down-after, so no failover: strict), the replica
 // SIGSTOPped, CLIENT KILL everywhere, and hook windows.
 //
-// What is relaxed, and why (issue 21 is the work that will tighten it):
+// What is relaxed, and why (SentinelStrictTopology judges without it):
 // a Sentinel switch is not lossless. Requests sent to the old master after
 // the promotion (until the Clients learn of the switch) run there and are
 // discarded when it resynchronises from the new master, renewals that

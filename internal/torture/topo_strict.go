@@ -14,7 +14,7 @@ import (
 	"github.com/lockactor/lockactor/redisio"
 )
 
-// The strict Sentinel variant's Client options (issue 21).
+// The strict Sentinel variant's Client options.
 const (
 	strictReplicas    = 1
 	strictSyncTimeout = 500 * time.Millisecond
@@ -43,7 +43,7 @@ type strictTopology interface {
 	sentinels() (master string, addrs []string) // whom switchWatch asks
 }
 
-// SentinelStrictTopology is issue 21's Sentinel torture: s (from
+// SentinelStrictTopology is the strict Sentinel torture: s (from
 // StartSentinelReplicas with 2 replicas) with every Client given
 // WithReplicaSync(1, 500ms) and WithWatchdogTimeout(1500ms), a workload of
 // Lock, TryLock, FairLock, FencedLock and the read-write views only

@@ -100,8 +100,7 @@ var topoFaultNames = map[FaultKind]string{
 const topoSettle = 2 * time.Second
 
 // topoFairWait is the topology Clients' FairLock wait timeout: a failover
-// that loses a fair_cancel leaves a waiter's entry in the queue (issue 21,
-// mechanism 3), and with Redisson's 5 minutes nobody could take that fair
+// that loses a fair_cancel leaves a waiter's entry in the queue, and with Redisson's 5 minutes nobody could take that fair
 // lock for the rest of the run.
 const topoFairWait = 3 * time.Second
 
@@ -239,8 +238,8 @@ func (r *runner) lossy(f func()) {
 }
 
 // settleFairQueues: once every worker stopped, a run that had unsafe
-// windows may have lost a cancelled waiter's removal from a fair queue
-// (issue 21, mechanism 3). Such an entry is only skipped once its wait
+// windows may have lost a cancelled waiter's removal from a fair queue.
+// Such an entry is only skipped once its wait
 // timeout passed, and only by the next fair_lock script: this waits out
 // topoFairWait and makes one TryLock (and Unlock) on each fair name whose
 // queue is not empty, as the next user would. checkFairQueues then checks
