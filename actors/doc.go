@@ -21,4 +21,7 @@
 //
 // This package must never block a caller, never renew a hold after its
 // Unlock, and never keep a waiter queued without a way to be woken.
+//
+// It is part of lockactor's implementation, not an API: its exported names
+// serve the root package only and may change in any release.
 package actors

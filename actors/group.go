@@ -27,7 +27,7 @@ type Group struct {
 	Lease       time.Duration // RedLock lease without WithLease (renewed every Lease/3)
 	NodeTimeout time.Duration // how long one round waits for a member's answer
 	// ValidUntil is where a RedLock publishes the end of its guaranteed hold,
-	// in nanoseconds since Epoch; the handle reads it without a message.
+	// in nanoseconds since epoch; the handle reads it without a message.
 	ValidUntil *atomic.Int64
 }
 

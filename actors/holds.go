@@ -321,7 +321,7 @@ func (hb *holdBook) arm(after time.Duration) {
 	}
 	hb.armed = true
 	if period := hb.watchdog / 3; after == period && period > 0 {
-		since := hb.b.now.Sub(Epoch)
+		since := hb.b.now.Sub(epoch)
 		after = period - since%period
 	}
 	if hb.timer == nil {

@@ -255,9 +255,9 @@ func (l *ledger) keepFor(lease time.Duration) time.Duration {
 	return max(l.b.rt.cfg.LatchKeep, 2*lease)
 }
 
-// DefaultLatchKeep is the least life of a latch record: an outage shorter
+// defaultLatchKeep is the least life of a latch record: an outage shorter
 // than this never leaves a request's outcome unknown.
-const DefaultLatchKeep = time.Hour
+const defaultLatchKeep = time.Hour
 
 // errNotApplied answers a request that Redis never ran, when its reply had
 // been lost and the caller still waits.

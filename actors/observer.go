@@ -3,7 +3,7 @@ package actors
 import "strings"
 
 // Observer hears what lock actors do, for metrics: the events only the
-// actors see (renewals, lost holds, hand-offs, Redis errors). Config.Observer sets it; NopObserver
+// actors see (renewals, lost holds, hand-offs, Redis errors). Config.Observer sets it; nopObserver
 // is the default, so actors never check for nil.
 //
 // Calls come from actor goroutines, timers and callers, concurrently; an
@@ -52,20 +52,20 @@ const (
 // NumKinds is the number of lock kinds (Kind values are below it).
 const NumKinds = int(KindGroup) + 1
 
-// NopObserver is an Observer that does nothing.
-type NopObserver struct{}
+// nopObserver is an Observer that does nothing.
+type nopObserver struct{}
 
 // Renewed does nothing.
-func (NopObserver) Renewed(Key, RenewOutcome) {}
+func (nopObserver) Renewed(Key, RenewOutcome) {}
 
 // Lost does nothing.
-func (NopObserver) Lost(Key) {}
+func (nopObserver) Lost(Key) {}
 
 // HandedOff does nothing.
-func (NopObserver) HandedOff(Key) {}
+func (nopObserver) HandedOff(Key) {}
 
 // RedisError does nothing.
-func (NopObserver) RedisError(Key, RedisOp, error) {}
+func (nopObserver) RedisError(Key, RedisOp, error) {}
 
 // IsRedLock reports whether a KindGroup key names a RedLock's coordinator
 // (else a MultiLock's): the Client names them "redlock#<n>" and

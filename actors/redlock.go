@@ -31,12 +31,12 @@ func validUntil(start time.Time, lease time.Duration) time.Time {
 }
 
 // ValidityLeft is what remains at now of a hold published as ns
-// nanoseconds after Epoch (Group.ValidUntil; 0: not held).
+// nanoseconds after epoch (Group.ValidUntil; 0: not held).
 func ValidityLeft(ns int64, now time.Time) time.Duration {
 	if ns == 0 {
 		return 0
 	}
-	return max(Epoch.Add(time.Duration(ns)).Sub(now), 0)
+	return max(epoch.Add(time.Duration(ns)).Sub(now), 0)
 }
 
 // publishValidity stores the end of the hold whose round started at start
@@ -46,7 +46,7 @@ func (a *groupActor) publishValidity(start time.Time, lease time.Duration) {
 		a.g.ValidUntil.Store(0)
 		return
 	}
-	a.g.ValidUntil.Store(int64(validUntil(start, lease).Sub(Epoch)))
+	a.g.ValidUntil.Store(int64(validUntil(start, lease).Sub(epoch)))
 }
 
 // armRenew schedules the next RedLock renewal round.

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRedlockValidity(t *testing.T) {
-	start := Epoch.Add(time.Hour)
+	start := epoch.Add(time.Hour)
 	tests := []struct {
 		name     string
 		lease    time.Duration
@@ -30,7 +30,7 @@ func TestRedlockValidity(t *testing.T) {
 				t.Errorf("validity(%v, %v) = %v, want %v", tc.lease, tc.elapsed, got, tc.validity)
 			}
 			until := validUntil(start, tc.lease)
-			if got := ValidityLeft(int64(until.Sub(Epoch)), start.Add(tc.now)); got != tc.left {
+			if got := ValidityLeft(int64(until.Sub(epoch)), start.Add(tc.now)); got != tc.left {
 				t.Errorf("ValidityLeft at start+%v = %v, want %v", tc.now, got, tc.left)
 			}
 		})

@@ -79,7 +79,7 @@ type Config struct {
 	ReplicaSync      redisio.SyncPolicy // WAIT after each change; a grant too few replicas confirmed is undone
 	TokenMemory      int                // fenced lock names whose highest token is remembered by name; 0: DefaultTokenMemory (see tokenMemory)
 	Logger           *slog.Logger
-	Observer         Observer // hears renewals, lost holds, hand-offs, Redis errors; nil: NopObserver
+	Observer         Observer // hears renewals, lost holds, hand-offs, Redis errors; nil: nopObserver
 }
 
 // Runtime is the actor system of one Client and the registry of its lock
@@ -152,13 +152,13 @@ func (cfg Config) withDefaults() Config {
 		cfg.PubSubHealth = 5 * time.Second
 	}
 	if cfg.LatchKeep <= 0 {
-		cfg.LatchKeep = DefaultLatchKeep
+		cfg.LatchKeep = defaultLatchKeep
 	}
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = time.Second
 	}
 	if cfg.Observer == nil {
-		cfg.Observer = NopObserver{}
+		cfg.Observer = nopObserver{}
 	}
 	return cfg
 }

@@ -12,8 +12,8 @@ import (
 // file and the pool are the only code of the package that reads the wall
 // clock or arms its timers; everything else asks the scheduler.
 
-// Epoch anchors Group.ValidUntil on the monotonic clock.
-var Epoch = time.Now()
+// epoch anchors Group.ValidUntil on the monotonic clock.
+var epoch = time.Now()
 
 // wallClock is the runtime's clock.
 type wallClock struct{}

@@ -17,4 +17,7 @@
 // else. Only replies that prove the script did not run (TRYAGAIN, MOVED,
 // ASK, a refused dial, a closed node client) are sent again, in order, to
 // the slot's master of the moment (batch_retry.go).
+//
+// It is part of lockactor's implementation, not an API: its exported names
+// serve packages actors and lockactor only and may change in any release.
 package redisio

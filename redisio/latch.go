@@ -25,7 +25,7 @@ import (
 // share a name's hash but are separate actors, each with requests of its
 // own in flight); it shares the lock's Cluster slot.
 func LatchKey(name, clientID, kind string) string {
-	return Prefixed("lockactor_latch", name) + ":" + clientID + ":" + kind
+	return prefixed("lockactor_latch", name) + ":" + clientID + ":" + kind
 }
 
 // Op identifies one latched request.
@@ -177,10 +177,10 @@ func (c *Conn) runCall(ctx context.Context, op Op, call *batchCall) Reply {
 // keepMS is the latch's lifetime in whole milliseconds, at least 1.
 func (op Op) keepMS() int64 { return max(op.Keep.Milliseconds(), 1) }
 
-// TombstoneKeep is the least a cancelled request's mark is kept: a copy of
+// tombstoneKeep is the least a cancelled request's mark is kept: a copy of
 // the request still on its way (a paused server, a slow network) must find
 // it, however short-lived the request's own record would have been.
-const TombstoneKeep = time.Minute
+const tombstoneKeep = time.Minute
 
 // Settlement is what Redis remembers of a request whose reply was lost.
 type Settlement uint8
@@ -225,7 +225,7 @@ func (c *Conn) ResolveThen(ctx context.Context, op Op, then func(s Settlement, r
 		then(NotRun, Reply{}, err)
 		return
 	}
-	keep := ms(max(op.Keep, TombstoneKeep))
+	keep := ms(max(op.Keep, tombstoneKeep))
 	read := func(r Reply) {
 		vals, _ := r.Val.([]any)
 		s, rep, err := readResolve(vals, r.Err)

@@ -28,7 +28,7 @@ func (c *Conn) Lock(ctx context.Context, op Op, name, owner string, lease time.D
 // which is above floor, or the holder's remaining time to live. Read with
 // Reply.Fenced.
 func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease time.Duration, floor uint64) Reply {
-	return c.runLatched(ctx, op, scripts.Latched.FencedLock, []string{name, TokenKey(name), op.Latch},
+	return c.runLatched(ctx, op, scripts.Latched.FencedLock, []string{name, tokenKey(name), op.Latch},
 		ms(lease), owner, strconv.FormatUint(floor, 10), op.Seq, op.keepMS())
 }
 

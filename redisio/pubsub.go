@@ -117,8 +117,8 @@ func NewPubSub(rdb redis.UniversalClient, topo *Topology, health time.Duration, 
 	}
 }
 
-// ErrPubSubClosed is returned by Subscribe after Close.
-var ErrPubSubClosed = errors.New("pubsub closed")
+// errPubSubClosed is returned by Subscribe after Close.
+var errPubSubClosed = errors.New("pubsub closed")
 
 // Subscribe adds h to channel and returns the id that Unsubscribe takes. If
 // the channel is already confirmed, h receives Subscribed at once. An error
@@ -129,7 +129,7 @@ func (p *PubSub) Subscribe(ctx context.Context, channel string, h Handler) (uint
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return 0, ErrPubSubClosed
+		return 0, errPubSubClosed
 	}
 	p.nextID++
 	id := p.nextID

@@ -19,7 +19,7 @@ func WriteField(owner string) string { return owner + ":write" }
 // ReadLock runs read_lock.lua: granted, or the holder's remaining TTL (read
 // with Reply.Acquire).
 func (c *Conn) ReadLock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	keys := []string{name, RWHoldPrefix(name, owner), op.Latch}
+	keys := []string{name, rwHoldPrefix(name, owner), op.Latch}
 	return c.runLatched(ctx, op, scripts.Latched.ReadLock, keys, ms(lease), owner, WriteField(owner), op.Seq, op.keepMS())
 }
 
@@ -34,9 +34,9 @@ func (c *Conn) WriteLock(ctx context.Context, op Op, name, owner string, lease t
 // ReadUnlock runs read_unlock.lua for one read hold of owner (read with
 // Reply.Unlock).
 func (c *Conn) ReadUnlock(ctx context.Context, op Op, name, owner string) Reply {
-	keys := []string{name, RWChannel(name), RWHoldPrefix(name, owner), suffixBase(name), op.Latch}
+	keys := []string{name, RWChannel(name), rwHoldPrefix(name, owner), suffixBase(name), op.Latch}
 	pub := c.publishArg()
-	return c.runLatched(ctx, op, scripts.Latched.ReadUnlock, keys, ReadUnlockMessage, owner, pub, op.Seq, op.keepMS())
+	return c.runLatched(ctx, op, scripts.Latched.ReadUnlock, keys, readUnlockMessage, owner, pub, op.Seq, op.keepMS())
 }
 
 // WriteUnlock runs write_unlock.lua for one write hold of owner (read with
@@ -55,7 +55,7 @@ func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, leas
 	if write {
 		field, holdKeys = WriteField(owner), "0"
 	}
-	keys := []string{name, RWHoldPrefix(name, owner)}
+	keys := []string{name, rwHoldPrefix(name, owner)}
 	c.submitFlag(ctx, stale, then, scripts.RWRenew, keys, ms(lease), field, holdKeys)
 }
 

@@ -13,4 +13,8 @@
 // latch.lua (package variable Latched), which records each request's reply so
 // that a copy sent twice is applied once. This package must never hold logic
 // beyond the scripts themselves: callers decide what the replies mean.
+//
+// It is part of lockactor's implementation, not an API: its exported names
+// serve package redisio and lockactor's test suites only, and may change
+// in any release.
 package scripts
