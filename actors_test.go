@@ -25,11 +25,10 @@ import (
 
 func TestMain(m *testing.M) {
 	redis.SetLogger(quietLogger{}) // dial failures in fault tests are expected
-	if addr := os.Getenv(chaosEnv); addr != "" {
-		os.Exit(chaosChild(addr)) // a lock-holder process of the chaos test
-	}
-	if addr := os.Getenv(permitChildEnv); addr != "" {
-		os.Exit(permitChild(addr)) // a permit holder that is killed
+	for env, child := range children {
+		if addr := os.Getenv(env); addr != "" {
+			os.Exit(child(addr)) // this binary, re-executed as a test's child process
+		}
 	}
 	code := m.Run()
 	redistest.StopShared() // the package's one Redis Cluster, if a test started it
@@ -53,6 +52,13 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// children are the child processes tests start by re-executing the test
+// binary with an environment variable set to a Redis address: the variable
+// and what the child runs (its exit code).
+var children = map[string]func(addr string) int{
+	permitChildEnv: permitChild, // a permit holder that is killed
 }
 
 type quietLogger struct{}
@@ -198,4 +204,33 @@ func contend(t *testing.T, srv *redistest.Server, clients, perClient, rounds int
 	if bad := overlaps(log); len(bad) > 0 {
 		t.Fatalf("%d overlapping critical sections, first: %s", len(bad), bad[0])
 	}
+}
+
+// mostHeld is the most uses in the log that overlap at one instant, and
+// that instant.
+func mostHeld(log []section) (int, time.Time) {
+	type edge struct {
+		at time.Time
+		d  int
+	}
+	var edges []edge
+	for _, u := range log {
+		if u.end.After(u.start) {
+			edges = append(edges, edge{u.start, 1}, edge{u.end, -1})
+		}
+	}
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].at.Equal(edges[j].at) {
+			return edges[i].d < edges[j].d // an end before a start at the same instant
+		}
+		return edges[i].at.Before(edges[j].at)
+	})
+	most, now := 0, 0
+	var at time.Time
+	for _, e := range edges {
+		if now += e.d; now > most {
+			most, at = now, e.at
+		}
+	}
+	return most, at
 }

@@ -1,3 +1,5 @@
+//go:build full
+
 package lockactor_test
 
 import (
@@ -47,6 +49,9 @@ redis.call('rpush', KEYS[2], 'exit ' .. ARGV[1])`
 )
 
 // chaosChild is a child process's whole life: 8 goroutines with their own
+
+func init() { children[chaosEnv] = chaosChild } // a lock-holder process of the chaos test
+
 // fenced handles contend until the parent sets chaosStop.
 func chaosChild(addr string) int {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})

@@ -236,3 +236,50 @@ func TestUnlockWithEndedCtxSaysReleasePending(t *testing.T) {
 		t.Fatalf("a second Unlock = %v, want ErrNotHeld (the hold was given up)", err)
 	}
 }
+
+func TestTryLockWaitTimesOut(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 10*time.Second)
+	if err := c.Lock("busy").Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ok, err := c.Lock("busy").TryLock(ctx, lockactor.WithWait(300*time.Millisecond))
+	took := time.Since(start)
+	if ok || err != nil {
+		t.Fatalf("TryLock on a held lock = %v, %v; want false, nil", ok, err)
+	}
+	if took < 250*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("TryLock with a 300ms wait took %v", took)
+	}
+}
+
+func TestForceUnlockWakesLocalWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 20*time.Second)
+	holder, waiter := c.Lock("forced"), c.Lock("forced")
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := holder.Lost() // this hold's: after Unlock, Lost is the next hold's
+	woke := wakeAfter(t, func() error { return waiter.Lock(ctx) }, func() error {
+		ok, err := c.Lock("forced").ForceUnlock(ctx)
+		if !ok || err != nil {
+			return fmt.Errorf("ForceUnlock = %v, %v", ok, err)
+		}
+		return nil
+	})
+	if woke > 300*time.Millisecond {
+		t.Fatalf("local waiter woke %v after a force unlock (same Client as the holder)", woke)
+	}
+	if err := holder.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("forced-out holder's Unlock = %v, want ErrNotHeld", err)
+	}
+	select {
+	case <-lost:
+	default:
+		t.Fatal("forced-out holder's Lost is open")
+	}
+}

@@ -15,7 +15,7 @@ import (
 )
 
 // The Java peer's side of the fair lock, read-write lock and semaphore,
-// written from Redisson's key layout (see javaPeer in peer_test.go).
+// written from Redisson's key layout (see javaPeer in peer_lock_test.go).
 
 const peerFairLock = `
 local now = tonumber(ARGV[4])

@@ -3,11 +3,15 @@ package lockactor_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRWWaitingWriterHoldsLaterReadersBack guards a past defect: within one
@@ -162,5 +166,209 @@ func TestReadUnlockKeepsWriteHoldTTL(t *testing.T) {
 				t.Fatalf("write Unlock: %v", err)
 			}
 		})
+	}
+}
+
+func TestReadersShareWriterExcludes(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	c := newClient(t, srv.Client(t))
+	var readers []*lockactor.ReadWriteLock
+	for i := 0; i < 5; i++ {
+		rw := newClient(t, srv.Client(t)).ReadWriteLock("rw")
+		if ok, err := rw.ReadLock().TryLock(ctx); !ok || err != nil {
+			t.Fatalf("reader %d: %v, %v (readers must share)", i, ok, err)
+		}
+		readers = append(readers, rw)
+	}
+	writer := c.ReadWriteLock("rw").WriteLock()
+	got := make(chan struct{})
+	go func() {
+		if err := writer.Lock(ctx); err != nil {
+			t.Errorf("writer: %v", err)
+		}
+		close(got)
+	}()
+	for i, rw := range readers {
+		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-got:
+			t.Fatalf("writer got the lock while %d readers held", len(readers)-i)
+		default:
+		}
+		if err := rw.ReadLock().Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-got:
+	case <-time.After(2 * time.Second):
+		t.Fatal("writer not granted after every reader left")
+	}
+	late := c.ReadWriteLock("rw").ReadLock()
+	if ok, err := late.TryLock(ctx, lockactor.WithWait(100*time.Millisecond)); ok || err != nil {
+		t.Fatalf("reader during a write hold = %v, %v", ok, err)
+	}
+	if err := writer.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := late.TryLock(ctx, lockactor.WithWait(time.Second)); !ok || err != nil {
+		t.Fatalf("reader after the write hold = %v, %v", ok, err)
+	}
+}
+
+func TestDowngradeAndUpgrade(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := ctxFor(t, 20*time.Second)
+	c := newClient(t, srv.Client(t))
+	rw := c.ReadWriteLock("grade")
+
+	// Downgrade: write, read as the same owner, drop the write.
+	if err := rw.WriteLock().Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := rw.ReadLock().TryLock(ctx); !ok || err != nil {
+		t.Fatalf("write-then-read reentry = %v, %v", ok, err)
+	}
+	if err := rw.WriteLock().Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if mode := rdb.HGet(ctx, "grade", "mode").Val(); mode != "read" {
+		t.Fatalf("mode after downgrade = %q, want read", mode)
+	}
+	other := c.ReadWriteLock("grade")
+	if ok, err := other.ReadLock().TryLock(ctx); !ok || err != nil {
+		t.Fatalf("another reader after the downgrade = %v, %v", ok, err)
+	}
+	if ok, _ := other.WriteLock().TryLock(ctx); ok {
+		t.Fatal("a writer got the lock while read holds remain")
+	}
+	_ = other.ReadLock().Unlock(ctx)
+
+	// Upgrade: this owner holds only read holds; the write view refuses at once.
+	start := time.Now()
+	err := rw.WriteLock().Lock(ctx)
+	if !errors.Is(err, lockactor.ErrInvalidArgument) {
+		t.Fatalf("read-to-write upgrade = %v, want ErrInvalidArgument", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("upgrade refusal took %v", d)
+	}
+	if _, err := rw.WriteLock().TryLock(ctx, lockactor.WithWait(time.Second)); !errors.Is(err, lockactor.ErrInvalidArgument) {
+		t.Fatalf("TryLock upgrade = %v, want ErrInvalidArgument", err)
+	}
+	if err := rw.ReadLock().Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, "grade").Val(); n != 0 {
+		t.Fatal("lock left behind after every hold went")
+	}
+}
+
+func TestWriteLockMutualExclusion(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 60*time.Second)
+	var (
+		mu      sync.Mutex
+		log     []section
+		readers atomic.Int32
+		writers atomic.Int32
+		wg      sync.WaitGroup
+	)
+	for i := 0; i < 3; i++ {
+		c := newClient(t, srv.Client(t))
+		for j := 0; j < 6; j++ {
+			rw := c.ReadWriteLock("rw-mx")
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := 0; r < 6; r++ {
+					if (i+j+r)%3 == 0 { // a reader turn: must never see a writer inside
+						if err := rw.ReadLock().Lock(ctx); err != nil {
+							t.Errorf("read Lock: %v", err)
+							return
+						}
+						readers.Add(1)
+						if n := writers.Load(); n != 0 {
+							t.Errorf("reader inside with %d writers", n)
+						}
+						time.Sleep(200 * time.Microsecond)
+						readers.Add(-1)
+						if err := rw.ReadLock().Unlock(ctx); err != nil {
+							t.Errorf("read Unlock: %v", err)
+						}
+						continue
+					}
+					if err := rw.WriteLock().Lock(ctx); err != nil {
+						t.Errorf("write Lock: %v", err)
+						return
+					}
+					start := time.Now()
+					writers.Add(1)
+					if n := readers.Load(); n != 0 {
+						t.Errorf("writer inside with %d readers", n)
+					}
+					time.Sleep(200 * time.Microsecond)
+					writers.Add(-1)
+					end := time.Now()
+					if err := rw.WriteLock().Unlock(ctx); err != nil {
+						t.Errorf("write Unlock: %v", err)
+					}
+					mu.Lock()
+					log = append(log, section{fmt.Sprint(i, "/", j), start, end})
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if bad := overlaps(log); len(bad) > 0 {
+		t.Fatalf("%d overlapping write sections, first: %s", len(bad), bad[0])
+	}
+	if len(log) == 0 {
+		t.Fatal("no write section ran")
+	}
+}
+
+func TestRWWatchdogRenewsOnlyOwnHolds(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := ctxFor(t, 20*time.Second)
+	const wd = 900 * time.Millisecond
+	reader := newClient(t, srv.Client(t), lockactor.WithWatchdogTimeout(wd)).ReadWriteLock("rw-wd").ReadLock()
+	if err := reader.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A peer reader with a short lease beside ours.
+	peer := newPeer(rdb)
+	keys := []string{"rw-wd", "{rw-wd}:" + peer.owner + ":rwlock_timeout"}
+	if err := rdb.Eval(ctx, peerReadLock, keys, 300, peer.owner).Err(); err != redis.Nil {
+		t.Fatalf("peer read: %v", err)
+	}
+	time.Sleep(3 * wd)
+	if held, _ := reader.IsHeldByMe(ctx); !held {
+		t.Fatal("our read hold expired under the watchdog")
+	}
+	field, err := rdb.HKeys(ctx, "rw-wd").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours string
+	for _, f := range field {
+		if f != "mode" && f != peer.owner {
+			ours = f
+		}
+	}
+	if d := rdb.PTTL(ctx, "{rw-wd}:"+ours+":rwlock_timeout:1").Val(); d <= 0 {
+		t.Fatalf("our hold key's TTL = %v after 3 watchdog periods", d)
+	}
+	if n := rdb.Exists(ctx, "{rw-wd}:"+peer.owner+":rwlock_timeout:1").Val(); n != 0 {
+		t.Fatal("our watchdog renewed the peer's hold key")
+	}
+	select {
+	case <-reader.Lost():
+		t.Fatal("Lost closed on a renewed read hold")
+	default:
 	}
 }

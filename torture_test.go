@@ -1,3 +1,5 @@
+//go:build full
+
 package lockactor_test
 
 import (
@@ -45,7 +47,7 @@ func TestTorture(t *testing.T) {
 }
 
 func runTorture(t *testing.T, seed int64, d time.Duration) {
-	replay := fmt.Sprintf("%s=%d %s=%v go test -race -run TestTorture -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d)
+	replay := fmt.Sprintf("%s=%d %s=%v go test -race -tags full -run TestTorture -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d)
 	t.Logf("torture seed %d for %v; replay: %s", seed, d, replay)
 	a, b := redistest.Start(t), redistest.Start(t)
 	if a.Embedded() || b.Embedded() {

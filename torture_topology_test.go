@@ -1,3 +1,5 @@
+//go:build full
+
 package lockactor_test
 
 import (
@@ -99,7 +101,7 @@ func runTopology(t *testing.T, run topologyRun, deploy func(*testing.T) torture.
 	if !ok {
 		seed = time.Now().UnixNano()
 	}
-	replay := fmt.Sprintf("%s=%d %s=%v go test -race -run '^%s$' -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d, t.Name())
+	replay := fmt.Sprintf("%s=%d %s=%v go test -race -tags full -run '^%s$' -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d, t.Name())
 	t.Logf("torture seed %d for %v; replay: %s", seed, d, replay)
 	topo := deploy(t)
 	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, Topology: topo, OwnerOf: lockactor.OwnerOf, MutexHolder: lockactor.MutexHolder,

@@ -1,3 +1,5 @@
+//go:build full
+
 package lockactor_test
 
 // Release messages and the subscription they arrive on: a half-open

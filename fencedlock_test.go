@@ -306,3 +306,49 @@ func TestRedissonPeerFencedAfterCounterWentBack(t *testing.T) {
 		t.Fatalf("counter = %q, want %d", v, ours2+1)
 	}
 }
+
+func TestFencedTokensStrictlyIncrease(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxFor(t, 30*time.Second)
+	var locks []*lockactor.Lock
+	for i := 0; i < 3; i++ {
+		locks = append(locks, newClient(t, srv.Client(t)).FencedLock("fenced"))
+	}
+	var last uint64
+	for turn := 0; turn < 30; turn++ {
+		l := locks[turn%3]
+		if l.Token() != 0 {
+			t.Fatalf("turn %d: Token before Lock = %d, want 0", turn, l.Token())
+		}
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tok := l.Token()
+		if tok <= last {
+			t.Fatalf("turn %d: token %d after %d", turn, tok, last)
+		}
+		if err := l.Lock(ctx); err != nil { // reentry keeps the token
+			t.Fatal(err)
+		}
+		if l.Token() != tok {
+			t.Fatalf("turn %d: reentrant hold changed the token %d -> %d", turn, tok, l.Token())
+		}
+		_ = l.Unlock(ctx)
+		if l.Token() != tok {
+			t.Fatal("token gone while a hold remains")
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if l.Token() != 0 {
+			t.Fatalf("turn %d: Token after the last Unlock = %d", turn, l.Token())
+		}
+		last = tok
+	}
+	if v := srv.Client(t).Get(ctx, "redisson_lock_token:{fenced}").Val(); v != fmt.Sprint(last) {
+		t.Fatalf("token key = %s, want %d", v, last)
+	}
+	if plain := newClient(t, srv.Client(t)).Lock("plain"); plain.Token() != 0 {
+		t.Fatal("a plain lock reports a token")
+	}
+}

@@ -1,9 +1,10 @@
+//go:build full
+
 package lockactor_test
 
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,35 +257,6 @@ func (f *permitFaultEnv) sample(t *testing.T, name string, set int) func() (int,
 		r := <-out
 		return r.n, r.bad
 	}
-}
-
-// mostHeld is the most uses in the log that overlap at one instant, and
-// that instant.
-func mostHeld(log []section) (int, time.Time) {
-	type edge struct {
-		at time.Time
-		d  int
-	}
-	var edges []edge
-	for _, u := range log {
-		if u.end.After(u.start) {
-			edges = append(edges, edge{u.start, 1}, edge{u.end, -1})
-		}
-	}
-	sort.Slice(edges, func(i, j int) bool {
-		if edges[i].at.Equal(edges[j].at) {
-			return edges[i].d < edges[j].d // an end before a start at the same instant
-		}
-		return edges[i].at.Before(edges[j].at)
-	})
-	most, now := 0, 0
-	var at time.Time
-	for _, e := range edges {
-		if now += e.d; now > most {
-			most, at = now, e.at
-		}
-	}
-	return most, at
 }
 
 func minTime(a, b time.Time) time.Time {
