@@ -123,6 +123,24 @@ func acquireMsg(label, own string, lease time.Duration, try bool) step {
 	}
 }
 
+// readLock and writeLock are Lock calls of own's read and write views of
+// a ReadWriteLock (KindRW), with lease.
+func readLock(label, own string, lease time.Duration) step {
+	return modeMsg(label, own, messages.Read, lease)
+}
+
+func writeLock(label, own string, lease time.Duration) step {
+	return modeMsg(label, own, messages.Write, lease)
+}
+
+func modeMsg(label, own string, mode messages.Mode, lease time.Duration) step {
+	return func(h *harness) {
+		req := messages.NewRequest()
+		h.acq[label] = req
+		h.send(&messages.Acquire{Owner: "c:" + own, Mode: mode, Lease: lease, Req: req})
+	}
+}
+
 // lock is a Lock call of own with lease (0: the watchdog's).
 func lock(label, own string, lease time.Duration) step { return acquireMsg(label, own, lease, false) }
 

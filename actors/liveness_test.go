@@ -1,0 +1,66 @@
+package actors
+
+import (
+	"testing"
+	"time"
+)
+
+// TestLiveness: no waiter is left asleep on a free lock or behind one that
+// left, on the virtual clock: each row says when the next attempt comes,
+// to the millisecond.
+func TestLiveness(t *testing.T) {
+	t.Run("lock", func(t *testing.T) {
+		run(t, KindLock, []scenario{
+			{name: "a chain of fixed leases: each waiter tries when the lease before it ends", steps: []step{
+				lock("a", "a", 300*ms),
+				expectNow("lock a", reply(granted)),
+				answered("a", "granted"),
+				lock("b", "b", 300*ms),
+				lock("c", "c", long),
+				callAfter(300*ms, "lock b", reply(granted)), // a's lease ran out silently
+				answered("b", "granted"),
+				unanswered("c"),
+				callAfter(300*ms, "lock c", reply(granted)), // and then b's
+				answered("c", "granted"),
+			}},
+			{name: "callers that give up at the head and in the middle are passed over", steps: holding(
+				lock("a", "a", long),
+				lock("b", "b", long),
+				lock("c", "c", long),
+				abandon("b", "b"), // in the middle
+				abandon("a", "a"), // at the head
+				unlock("u", "h"),
+				expectNow("handoff h>c", reply(handedOver)),
+				answered("c", "granted"),
+			)},
+		})
+	})
+	t.Run("read-write", func(t *testing.T) {
+		run(t, KindRW, []scenario{
+			{name: "a reader queued behind a writer that gives up is admitted at once", steps: []step{
+				readLock("r0", "r0", long),
+				expectNow("read_lock r0", reply(granted)),
+				answered("r0", "granted"),
+				writeLock("w", "w", long), // refused by r0's hold: no attempt
+				readLock("r1", "r1", long),
+				noCall(time.Second), // held back behind the writer
+				abandon("w", "w"),
+				expectNow("read_lock r1", reply(granted)),
+				answered("r1", "granted"),
+			}},
+		})
+	})
+	t.Run("semaphore", func(t *testing.T) {
+		run(t, KindSemaphore, []scenario{
+			{name: "a small request behind a large one that gives up is served at once", permits: 1, steps: []step{
+				acquireN("big", 2),
+				expectNow("sem_acquire 2", reply(semNo)),
+				acquireN("small", 1),
+				noCall(time.Second), // behind the head
+				abandon("big", ""),
+				expectNow("sem_acquire 1", reply(semOK)),
+				answered("small", "granted"),
+			}},
+		})
+	})
+}
