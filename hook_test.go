@@ -165,22 +165,6 @@ func evalOf(sha string) func(args []any) bool {
 	}
 }
 
-// evalWithKey matches script calls that name key among their arguments.
-func evalWithKey(sha, key string) func(args []any) bool {
-	of := evalOf(sha)
-	return func(args []any) bool {
-		if !of(args) {
-			return false
-		}
-		for _, a := range args[2:] {
-			if a == key {
-				return true
-			}
-		}
-		return false
-	}
-}
-
 // stop makes r hit no more commands (it still counts them).
 func (h *faultHook) stop(r *faultRule) {
 	h.mu.Lock()

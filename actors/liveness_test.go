@@ -3,6 +3,8 @@ package actors
 import (
 	"testing"
 	"time"
+
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // TestLiveness: no waiter is left asleep on a free lock or behind one that
@@ -22,6 +24,39 @@ func TestLiveness(t *testing.T) {
 				unanswered("c"),
 				callAfter(300*ms, "lock c", reply(granted)), // and then b's
 				answered("c", "granted"),
+			}},
+			{name: "an Unlock Redis refused: the hold is not renewed, the release goes again", steps: []step{
+				lock("h", "h", 0), // a watchdog hold
+				expectNow("lock h", reply(granted)),
+				answered("h", "granted"),
+				unlock("u", "h"),
+				expectNow("unlock h", fail(errBusy)),
+				watchdogTick(),
+				callAfter(20*ms, "unlock h", reply(released)), // and no renewal before it
+				answered("u", "gone"),
+				watchdogTick(),
+				noCall(time.Minute),
+			}},
+			{name: "an Unlock whose reply was lost and which ran: not renewed, not sent again", steps: []step{
+				lock("h", "h", 0),
+				expectNow("lock h", reply(granted)),
+				answered("h", "granted"),
+				unlock("u", "h"),
+				expectNow("unlock h", lose(true, released)),
+				watchdogTick(),
+				expectNow("resolve unlock h", settle(redisio.Ran, released)),
+				answered("u", "gone"),
+				watchdogTick(),
+				noCall(time.Minute),
+			}},
+			{name: "a grant whose caller had gone is given back, and a refused give-back goes again", steps: []step{
+				lock("w", "w", long),
+				expectNow("lock w", keep("grant")),
+				abandon("w", "w"),
+				later("grant", reply(granted)),
+				expectNow("unlock w", fail(errBusy)),
+				callAfter(20*ms, "unlock w", reply(released)),
+				noCall(time.Minute),
 			}},
 			{name: "callers that give up at the head and in the middle are passed over", steps: holding(
 				lock("a", "a", long),
