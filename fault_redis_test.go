@@ -142,3 +142,41 @@ func TestSubscriptionSurvivesReconnect(t *testing.T) {
 		t.Fatalf("woken %v after Unlock: the resubscribed channel did not deliver", woke)
 	}
 }
+
+// Close returns in bounded time even when a command is stuck on a server
+// that does not answer and the go-redis client has no read timeout.
+func TestCloseBoundedOnHungRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	if srv.Embedded() {
+		t.Skip("needs a real redis-server to SIGSTOP")
+	}
+	rdb := srv.ClientWith(t, func(o *redis.Options) { o.ReadTimeout = -1 })
+	c, err := lockactor.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume(t)
+		}
+	}()
+	lctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := c.Lock("hung-close").Lock(lctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock on a stopped server = %v, want DeadlineExceeded", err)
+	}
+	closed := make(chan struct{})
+	start := time.Now()
+	go func() { _ = c.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Logf("Close returned in %v with a command stuck in go-redis", time.Since(start))
+	case <-time.After(3 * time.Second):
+		t.Error("Close still waiting 3s after it was called, on a stopped server")
+	}
+	srv.Resume(t) // the stuck command returns; its goroutine ends (goleak in TestMain)
+	resumed = true
+	<-closed
+}

@@ -6,12 +6,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
 )
 
@@ -128,4 +130,51 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Callers that give up free their queue entry at once, wherever they stand.
+func TestWithdrawnWaitersAreFreed(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 60*time.Second)
+	if err := c.Lock("withdrawn").Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	long := lockAsync(ctx, c.Lock("withdrawn")) // stays at the head
+	time.Sleep(100 * time.Millisecond)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	// A wait long enough that the actor queues each call before it gives up.
+	const calls, callers = 40000, 40
+	before := heap()
+	var wg sync.WaitGroup
+	for g := 0; g < callers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := c.Lock("withdrawn")
+			for i := 0; i < calls/callers; i++ {
+				if ok, err := l.TryLock(ctx, lockactor.WithWait(time.Millisecond)); ok || err != nil {
+					t.Errorf("TryLock = %v, %v", ok, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(200 * time.Millisecond) // the last Abandon messages
+	grown := int64(heap()) - int64(before)
+	t.Logf("heap grew %d B over %d withdrawn calls (%.0f B each)", grown, calls, float64(grown)/calls)
+	if grown > calls*50 {
+		t.Fatalf("heap grew %d B (%d B per withdrawn call): withdrawn waiters are kept", grown, grown/calls)
+	}
+	select {
+	case err := <-long:
+		t.Fatalf("the long waiter returned: %v", err)
+	default:
+	}
 }

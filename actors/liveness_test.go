@@ -70,6 +70,33 @@ func TestLiveness(t *testing.T) {
 			)},
 		})
 	})
+	t.Run("fenced", func(t *testing.T) {
+		run(t, KindFenced, []scenario{
+			{name: "the head leaves while its grant is out: it goes back, and the next are served in order", steps: []step{
+				lock("h", "h", long),
+				expectNow("fenced_lock h>0", reply(fencedGrant(21))),
+				answered("h", "granted"),
+				lock("w1", "w1", long),
+				lock("w2", "w2", long),
+				lock("w3", "w3", long),
+				unlock("u", "h"),
+				expectNow("unlock h", reply(released)),
+				answered("u", "gone"),
+				expectNow("fenced_lock w1>21", keep("grant")),
+				abandon("w1", "w1"), // W1's ctx ends while its grant is out
+				later("grant", reply(fencedGrant(22))),
+				expectNow("unlock w1", reply(released)), // given back
+				expectNow("fenced_lock w2>22", reply(fencedGrant(23))),
+				answered("w2", "granted"),
+				unanswered("w3"),
+				unlock("u2", "w2"),
+				expectNow("unlock w2", reply(released)),
+				answered("u2", "gone"),
+				expectNow("fenced_lock w3>23", reply(fencedGrant(24))),
+				answered("w3", "granted"),
+			}},
+		})
+	})
 	t.Run("read-write", func(t *testing.T) {
 		run(t, KindRW, []scenario{
 			{name: "a reader queued behind a writer that gives up is admitted at once", steps: []step{
