@@ -242,14 +242,6 @@ func lockAsync(ctx context.Context, l lockactor.Locker) <-chan error {
 	return done
 }
 
-// lockAsyncWith runs l.Lock(ctx, opts...) in a goroutine and reports when it
-// returned.
-func lockAsyncWith(ctx context.Context, l lockactor.Locker, opts ...lockactor.LockOption) <-chan error {
-	done := make(chan error, 1)
-	go func() { done <- l.Lock(ctx, opts...) }()
-	return done
-}
-
 // waitErr waits up to d for done; it fails the test if nothing came.
 func waitErr(t *testing.T, done <-chan error, d time.Duration, what string) error {
 	t.Helper()

@@ -22,36 +22,6 @@ import (
 // left on it, a lease too short to be served is tried with backoff until
 // the caller gives up, and a group's actors retire once its lease is over.
 
-// A release that hands the lock straight to a local waiter, whose reply
-// comes back after the waiter's lease has run out, must not hand that
-// waiter a hold Redis has already dropped: before, Lock returned nil with
-// RemainingLease 0 and another Client's TryLock succeeded.
-func TestLateHandoffIsNotHandedOut(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb, hook := hooked(t, srv)
-	c, rival := newClient(t, rdb), newClient(t, srv.Client(t))
-	ctx := ctxFor(t, 20*time.Second)
-	holder, waiter := c.Lock("late-handoff"), c.Lock("late-handoff")
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := lockAsyncWith(ctx, waiter, lockactor.WithLease(400*time.Millisecond))
-	time.Sleep(200 * time.Millisecond) // queued behind the holder
-	hook.once(t, rdb, scripts.Latched.Handoff, faultRule{delay: 600 * time.Millisecond, after: true})
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-	if err := waitErr(t, done, 10*time.Second, "the waiter"); err != nil {
-		t.Fatalf("waiter's Lock: %v", err)
-	}
-	if ok, err := rival.Lock("late-handoff").TryLock(ctx); ok || err != nil {
-		t.Fatalf("another Client's TryLock = %v, %v right after the waiter's Lock returned: it was handed a hold already gone", ok, err)
-	}
-	if d, err := waiter.RemainingLease(ctx); d <= 0 || err != nil {
-		t.Fatalf("RemainingLease = %v, %v; want time left", d, err)
-	}
-}
-
 // Any positive lease is accepted, as Redisson accepts it; one shorter than
 // a round trip can never be granted in time, and its caller must not flood
 // Redis: here every command reaches the server 2ms late, so a 1ms lease

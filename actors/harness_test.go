@@ -426,6 +426,20 @@ func unanswered(label string) step {
 	}
 }
 
+// lostClosed checks whether the Lost channel label's grant carried is
+// closed.
+func lostClosed(label string, want bool) step {
+	return func(h *harness) {
+		req := h.acq[label]
+		if req == nil {
+			h.t.Fatalf("no acquire %q", label)
+		}
+		if got := isClosed(req.Result().Lost); got != want {
+			h.t.Fatalf("%s: Lost closed: %v, want %v", label, got, want)
+		}
+	}
+}
+
 // permits checks the semaphore's count in Redis.
 func permits(n int) step {
 	return func(h *harness) {

@@ -7,11 +7,23 @@ import (
 	"github.com/lockactor/lockactor/redisio"
 )
 
+// settleFailsFor answers every settlement what the actor sends for d of
+// the virtual clock with no answer from Redis.
+func settleFailsFor(d time.Duration, what string) step {
+	return func(h *harness) {
+		end := h.v.Now().Add(d)
+		for h.v.Now().Before(end) && !h.t.Failed() {
+			expect(what, settleErr(errLost))(h)
+		}
+	}
+}
+
 // TestLiveness: no waiter is left asleep on a free lock or behind one that
 // left, on the virtual clock: each row says when the next attempt comes,
 // to the millisecond.
 func TestLiveness(t *testing.T) {
 	t.Run("lock", func(t *testing.T) {
+		var grantedAt time.Time // of the row that needs it
 		run(t, KindLock, []scenario{
 			{name: "a chain of fixed leases: each waiter tries when the lease before it ends", steps: []step{
 				lock("a", "a", 300*ms),
@@ -48,6 +60,61 @@ func TestLiveness(t *testing.T) {
 				answered("u", "gone"),
 				watchdogTick(),
 				noCall(time.Minute),
+			}},
+			{name: "a final release whose reply was lost, settled as run only after 6 s of failed settlements: Lost stays open, nothing is sent again", steps: []step{
+				lock("h", "h", 0),
+				expectNow("lock h", reply(granted)),
+				answered("h", "granted"),
+				unlock("u", "h"),
+				expectNow("unlock h", lose(true, released)),
+				expectNow("resolve unlock h", settleErr(errLost)),
+				settleFailsFor(6*time.Second, "resolve unlock h"),
+				expect("resolve unlock h", settle(redisio.Ran, released)),
+				lostClosed("h", false),
+				noCall(time.Minute),
+				lostClosed("h", false),
+			}},
+			{name: "a release Redis keeps refusing until the hold's lease has run out is dropped, never sent after the same owner's new grant", steps: []step{
+				lock("h", "h", time.Second),
+				expectNow("lock h", reply(granted)),
+				answered("h", "granted"),
+				func(h *harness) { grantedAt = h.v.Now() },
+				unlock("u", "h"),
+				expectNow("unlock h", fail(errBusy)),
+				tryLock("h2", "h", 10*time.Second), // held back while the release is owed
+				func(h *harness) {
+					// The release is refused at every try, until it is
+					// dropped at the lease's end; then the re-lock goes.
+					for !h.t.Failed() {
+						var c *call
+						h.until(waitFor, func() bool {
+							select {
+							case c = <-h.st.calls:
+								return true
+							default:
+								return false
+							}
+						})
+						switch {
+						case c == nil:
+							h.t.Fatal("no call: the re-lock never went")
+						case c.what == "unlock h":
+							c.then(redisio.Reply{Err: errBusy})
+							h.v.run()
+							continue
+						case c.what != "lock h":
+							h.t.Fatalf("call %q", c.what)
+						case h.v.Now().Sub(grantedAt) < time.Second:
+							h.t.Fatalf("the re-lock went %v after the grant, before its 1s lease ran out", h.v.Now().Sub(grantedAt))
+						}
+						reply(granted)(h, c)
+						h.v.run()
+						return
+					}
+				},
+				answered("h2", "granted"),
+				answered("u", failed(errBusy)),
+				noCall(time.Minute), // the old release is not sent again
 			}},
 			{name: "a grant whose caller had gone is given back, and a refused give-back goes again", steps: []step{
 				lock("w", "w", long),
