@@ -307,3 +307,36 @@ func spinUnderACL(t *testing.T, srv *redistest.Server, user, mode string, opts .
 	})
 	return logs
 }
+
+// startSpinACL starts a redis-server with the users of spinACLs (password
+// "pw"); it skips the test on the embedded miniredis, which has no ACL.
+func startSpinACL(t *testing.T) *redistest.Server {
+	t.Helper()
+	srv := redistest.Start(t)
+	srv.NeedsReal(t, "ACL users")
+	admin := srv.Client(t)
+	for _, u := range spinACLs {
+		args := []any{"acl", "setuser", u.user, "reset", "on", ">pw", "~*", "+@all"}
+		for _, r := range strings.Fields(u.rules) {
+			args = append(args, r)
+		}
+		if err := admin.Do(context.Background(), args...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv
+}
+
+// spinACLs are ACL users that may not use pub/sub as managed Redis services
+// restrict it: no channel at all (resetchannels; "&none" in the issue only
+// allows a channel literally named "none"), and every channel but without
+// the PUBLISH and SPUBLISH commands.
+var spinACLs = []struct{ user, rules string }{
+	{"nochannels", "resetchannels"},
+	{"nopublish", "&* -publish -spublish"},
+}
+
+// asUser is a go-redis client of srv authenticated as user.
+func asUser(t *testing.T, srv *redistest.Server, user string) *redis.Client {
+	return srv.ClientWith(t, func(o *redis.Options) { o.Username, o.Password = user, "pw" })
+}

@@ -287,3 +287,66 @@ func killNamed(t *testing.T, admin *redis.Client, name string) int64 {
 	}
 	return n
 }
+
+// A request whose reply was lost while Redis stayed out of reach for longer
+// than its latch record lives: its outcome is unknown. The caller hears an
+// error; the count never goes above the set count, and a permit taken for
+// nobody comes back when its lease ends.
+func TestPermitSemaphoreUnknownOutcome(t *testing.T) {
+	t.Parallel() // its own server; it mostly waits for records to expire
+	const set, lease = 2, 200 * time.Millisecond
+	tests := []struct {
+		name   string
+		script *redis.Script
+		call   func(ctx context.Context, s *lockactor.PermitSemaphore, held string) error
+	}{
+		{"acquire", scripts.Latched.PermitAcquire, func(ctx context.Context, s *lockactor.PermitSemaphore, _ string) error {
+			_, err := s.Acquire(ctx, lease)
+			return err
+		}},
+		{"release", scripts.Latched.PermitRelease, func(ctx context.Context, s *lockactor.PermitSemaphore, held string) error {
+			return s.Release(ctx, held)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			admin := srv.Client(t)
+			rdb, hook := hooked(t, srv)
+			s := newClient(t, rdb, lockactor.WithLatchKeep(300*time.Millisecond)).PermitSemaphore("punknown")
+			ctx := ctxFor(t, 20*time.Second)
+			if ok, err := s.TrySetPermits(ctx, set); !ok || err != nil {
+				t.Fatalf("TrySetPermits = %v, %v", ok, err)
+			}
+			held, err := s.Acquire(ctx, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hook.once(t, rdb, tc.script, faultRule{lose: true})
+			resolve := hook.add(&faultRule{match: evalOf(scripts.Resolve.Hash()), times: -1, refuse: true})
+			if err := tc.call(ctx, s, held); err == nil {
+				t.Fatal("a call whose reply was lost and could not be settled returned nil")
+			}
+			// Past the record's life (keep, and twice the lease for an acquire).
+			deadline := time.Now().Add(time.Second)
+			for time.Now().Before(deadline) {
+				if count, ids := permitState(t, admin, "punknown"); count+len(ids) != set || count > set {
+					t.Fatalf("count %d with %d held: Redis counts other than %d permits", count, len(ids), set)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			hook.stop(resolve)
+			want := set - 1 // the permit held is still held (or given back once, by the release)
+			if tc.name == "release" {
+				want = set
+			}
+			within(t, 5*time.Second, "the count settled", func() bool {
+				n, err := s.AvailablePermits(ctx)
+				return err == nil && n == want
+			})
+			if count, ids := permitState(t, admin, "punknown"); count > set || count+len(ids) != set {
+				t.Fatalf("count %d with %d held, want %d in all", count, len(ids), set)
+			}
+		})
+	}
+}

@@ -1,16 +1,19 @@
+//go:build full
+
 package lockactor_test
 
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
+
+// A server whose users may not publish (an ACL): SpinLock's publish option,
+// and every kind's state change applied once when its publish is refused.
 
 // TestSpinPublishOption checks, on a server that allows pub/sub, what each
 // setting of WithSpinPublish sends on the lock's channel: the default
@@ -102,35 +105,85 @@ func TestSpinPublishOption(t *testing.T) {
 	}
 }
 
-// startSpinACL starts a redis-server with the users of spinACLs (password
-// "pw"); it skips the test on the embedded miniredis, which has no ACL.
-func startSpinACL(t *testing.T) *redistest.Server {
-	t.Helper()
-	srv := redistest.Start(t)
-	srv.NeedsReal(t, "ACL users")
+// TestPublishRefusedAppliesOnce: on a server whose user may not publish
+// (an ACL: no channels, or no PUBLISH command), every kind's state change
+// applies exactly once and its call succeeds. Each script publishes after
+// its writes; a refused publish used to fail the script there, with the
+// writes made and no latch record, and the runtime's retries applied them
+// again: one Semaphore Release gave back 6 permits, TrySetPermits and
+// TrySetCount reported an error for a count they had set, a CountDown
+// counted the latch to nothing, a write Unlock said ErrNotHeld.
+func TestPublishRefusedAppliesOnce(t *testing.T) {
+	srv := startSpinACL(t)
 	admin := srv.Client(t)
 	for _, u := range spinACLs {
-		args := []any{"acl", "setuser", u.user, "reset", "on", ">pw", "~*", "+@all"}
-		for _, r := range strings.Fields(u.rules) {
-			args = append(args, r)
-		}
-		if err := admin.Do(context.Background(), args...).Err(); err != nil {
-			t.Fatal(err)
-		}
+		t.Run(u.user, func(t *testing.T) {
+			ctx := ctxFor(t, 20*time.Second)
+			c := newClient(t, asUser(t, srv, u.user))
+			name := func(kind string) string { return u.user + ":" + kind }
+			count := func(key string) string { return admin.Get(context.Background(), key).Val() }
+
+			sem := c.Semaphore(name("sem"))
+			if ok, err := sem.TrySetPermits(ctx, 2); !ok || err != nil {
+				t.Fatalf("Semaphore.TrySetPermits(2) = %v, %v", ok, err)
+			}
+			if err := sem.Acquire(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := sem.Release(ctx, 1); err != nil {
+				t.Fatalf("Semaphore.Release: %v", err)
+			}
+			if got := count(sem.Name()); got != "2" {
+				t.Errorf("Semaphore count after acquire and release %q, want 2", got)
+			}
+
+			ps := c.PermitSemaphore(name("permit"))
+			if ok, err := ps.TrySetPermits(ctx, 2); !ok || err != nil {
+				t.Fatalf("PermitSemaphore.TrySetPermits(2) = %v, %v", ok, err)
+			}
+			id, err := ps.Acquire(ctx, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ps.Release(ctx, id); err != nil {
+				t.Fatalf("PermitSemaphore.Release: %v", err)
+			}
+			if n, err := ps.AvailablePermits(ctx); n != 2 || err != nil {
+				t.Errorf("permits available after acquire and release %d, %v; want 2", n, err)
+			}
+
+			latch := c.CountDownLatch(name("latch"))
+			if ok, err := latch.TrySetCount(ctx, 2); !ok || err != nil {
+				t.Fatalf("TrySetCount(2) = %v, %v", ok, err)
+			}
+			if err := latch.CountDown(ctx); err != nil {
+				t.Fatalf("CountDown: %v", err)
+			}
+			if n, err := latch.Count(ctx); n != 1 || err != nil {
+				t.Errorf("count after one CountDown of 2: %d, %v; want 1", n, err)
+			}
+
+			rw := c.ReadWriteLock(name("rw"))
+			for _, view := range []lockactor.Locker{rw.WriteLock(), rw.ReadLock()} {
+				if err := view.Lock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := view.Unlock(ctx); err != nil {
+					t.Errorf("ReadWriteLock Unlock: %v", err)
+				}
+			}
+			fair := c.FairLock(name("fair"))
+			if err := fair.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := fair.Unlock(ctx); err != nil {
+				t.Errorf("FairLock Unlock: %v", err)
+			}
+			for _, key := range []string{name("rw"), fair.Name()} {
+				if n := admin.Exists(context.Background(), key).Val(); n != 0 {
+					t.Errorf("%s still exists after its Unlock", key)
+				}
+			}
+		})
 	}
-	return srv
-}
-
-// spinACLs are ACL users that may not use pub/sub as managed Redis services
-// restrict it: no channel at all (resetchannels; "&none" in the issue only
-// allows a channel literally named "none"), and every channel but without
-// the PUBLISH and SPUBLISH commands.
-var spinACLs = []struct{ user, rules string }{
-	{"nochannels", "resetchannels"},
-	{"nopublish", "&* -publish -spublish"},
-}
-
-// asUser is a go-redis client of srv authenticated as user.
-func asUser(t *testing.T, srv *redistest.Server, user string) *redis.Client {
-	return srv.ClientWith(t, func(o *redis.Options) { o.Username, o.Password = user, "pw" })
 }
