@@ -23,6 +23,7 @@ type scenario struct {
 	fairWait  time.Duration // Config.FairWait; 0: the default
 	permits   int           // the semaphore's count in Redis at the start
 	spinQuiet bool          // Config.SpinQuiet: a spin lock's releases publish nothing
+	recheck   time.Duration // Config.SemaphoreRecheck; 0: an hour
 	steps     []step
 }
 
@@ -77,13 +78,17 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 	if keep == 0 {
 		keep = time.Hour
 	}
+	recheck := sc.recheck
+	if recheck == 0 {
+		recheck = time.Hour
+	}
 	st, ps, v := newFakeStore(), newFakeChannels(), newVirtual()
 	st.permits = sc.permits
 	rt := newRuntimeWith(Config{
 		ClientID:         "client",
 		Watchdog:         time.Hour,
 		IdleAfter:        time.Hour,
-		SemaphoreRecheck: time.Hour,
+		SemaphoreRecheck: recheck,
 		FairWait:         sc.fairWait,
 		LatchKeep:        keep,
 		SpinQuiet:        sc.spinQuiet,

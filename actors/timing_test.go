@@ -96,3 +96,32 @@ func TestYieldWindow(t *testing.T) {
 		)},
 	})
 }
+
+// TestRecheck: a waiter that no message may reach (a lost publish, a
+// server that refused it) checks again every SemaphoreRecheck, exactly.
+func TestRecheck(t *testing.T) {
+	const every = 250 * ms
+	t.Run("semaphore", func(t *testing.T) {
+		run(t, KindSemaphore, []scenario{
+			{name: "a refused waiter asks again every recheck period, and no sooner", recheck: every, steps: []step{
+				acquireN("a", 1),
+				expectNow("sem_acquire 1", reply(semNo)),
+				callAfter(every, "sem_acquire 1", reply(semNo)),
+				callAfter(every, "sem_acquire 1", reply(semOK)),
+				answered("a", "granted"),
+				noCall(time.Minute),
+			}},
+		})
+	})
+	t.Run("countdown", func(t *testing.T) {
+		run(t, KindCountDown, []scenario{
+			{name: "an awaiter reads the count again every recheck period", recheck: every, steps: []step{
+				await("w"),
+				expectNow("cdl_get", count(1)),
+				callAfter(every, "cdl_get", count(1)),
+				callAfter(every, "cdl_get", count(0)),
+				answered("w", "granted"),
+			}},
+		})
+	})
+}
