@@ -1,0 +1,128 @@
+package actors
+
+import "time"
+
+// The watchdog: a hold book renews its watchdog holds every third of the
+// watchdog timeout, and applies each renewal's reply.
+
+// arm schedules the watchdog on the actor's mailbox unless it is already due. A
+// regular period (after == watchdog/3) ends on a boundary shared by every
+// actor of the process, so renewals of many locks fire together and go out as
+// one pipeline (redisio's batcher); the first renewal comes no later than a
+// period after the grant.
+func (hb *holdBook) arm(after time.Duration) {
+	if hb.armed {
+		return
+	}
+	hb.armed = true
+	if period := hb.watchdog / 3; after == period && period > 0 {
+		since := hb.b.now.Sub(epoch)
+		after = period - since%period
+	}
+	if hb.timer == nil {
+		hb.timer = hb.b.after(after, renewTick)
+		return
+	}
+	hb.timer.Reset(max(after, time.Millisecond))
+}
+
+// renewAll is the watchdog: it sends a renewal of every watchdog hold that
+// has none in flight (renewed applies their replies), and arms the next
+// period. It reports whether a hold was found lost: its deadline passed
+// while no renewal came back.
+func (hb *holdBook) renewAll(renew renewFunc) (lostAny bool) {
+	b := hb.b
+	hb.armed = false
+	for k, h := range hb.holds {
+		if h.lease > 0 || h.renewing {
+			continue
+		}
+		if h.isLost() { // the deadline passed while we could not renew
+			hb.drop(k, h, true)
+			lostAny = true
+			continue
+		}
+		h.renewing = true
+		sent := hb.b.now
+		renew(k, hb.watchdog, h.dropped.Load, func(ok bool, err error) {
+			b.post(&renewed{k: k, h: h, sent: sent, ok: ok, err: err})
+		})
+	}
+	if hb.renewing() {
+		hb.arm(hb.watchdog / 3)
+	}
+	return lostAny
+}
+
+// renewed is a watchdog renewal's reply, posted back to the actor.
+type renewed struct {
+	k    holdKey
+	h    *hold
+	sent time.Time
+	ok   bool
+	err  error
+}
+
+// renewed applies a renewal's reply. A renewal that finds the field gone,
+// or no successful renewal before the lease would have run out, loses the
+// hold; Redis errors are retried sooner while lease remains. It reports
+// whether the hold was lost.
+func (hb *holdBook) renewed(m *renewed) (lost bool) {
+	b := hb.b
+	h := m.h
+	h.renewing = false
+	if hb.holds[m.k] != h || h.lease > 0 {
+		return false // released, lost or given a fixed lease meanwhile
+	}
+	obs := b.rt.cfg.Observer
+	b.redisError(OpRenew, m.err)
+	switch {
+	case m.err == nil && m.ok && !h.isLost():
+		obs.Renewed(b.key, RenewOK)
+		h.confirm(m.sent, hb.watchdog)
+		h.until = hb.b.now.Add(hb.watchdog)
+	case m.err == nil || hb.b.now.Sub(h.confirmed) >= hb.watchdog:
+		obs.Renewed(b.key, renewOutcome(m.err))
+		b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", m.k.owner, "err", m.err)
+		hb.drop(m.k, h, true)
+		return true
+	default:
+		obs.Renewed(b.key, RenewError)
+		b.rt.cfg.Logger.Debug("lockactor: renewal failed, retrying", "lock", b.key.Name, "err", m.err)
+		hb.soon(min(hb.watchdog/10, hb.watchdog-hb.b.now.Sub(h.confirmed)))
+	}
+	return false
+}
+
+// renewOutcome classifies a renewal that lost its hold: the hold was gone,
+// or Redis failed until the lease ran out.
+func renewOutcome(err error) RenewOutcome {
+	if err != nil {
+		return RenewError
+	}
+	return RenewGone
+}
+
+// soon brings the watchdog's next tick forward to d from now.
+func (hb *holdBook) soon(d time.Duration) {
+	if hb.timer != nil {
+		hb.timer.Stop()
+	}
+	hb.armed = false
+	hb.arm(d)
+}
+
+// renewFunc sends a renewal of k's hold with lease to Redis; then receives
+// false when the hold is gone. then runs on another goroutine, or at once
+// when the renewal could not be sent.
+type renewFunc func(k holdKey, lease time.Duration, stale func() bool, then func(bool, error))
+
+// renewAfter is when a watchdog hold granted by a script sent at sent is
+// first renewed: on the shared period boundary (see arm), or at once when
+// a slow reply has already used up a third of the lease.
+func renewAfter(now, sent time.Time, watchdog time.Duration) time.Duration {
+	if now.Sub(sent) >= watchdog/3 {
+		return time.Millisecond
+	}
+	return watchdog / 3
+}
