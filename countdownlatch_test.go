@@ -105,6 +105,7 @@ func TestCountDownLatchAwaitUnset(t *testing.T) {
 // Waiters on two Clients are all released when another Client counts the
 // latch down to 0.
 func TestCountDownLatchReleasesAllWaiters(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 20*time.Second)
 	c1, c2, c3 := newClient(t, srv.Client(t)), newClient(t, srv.Client(t)), newClient(t, srv.Client(t))
@@ -149,6 +150,7 @@ func TestCountDownLatchReleasesAllWaiters(t *testing.T) {
 }
 
 func TestCountDownLatchAwaitCancel(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	ctx := ctxFor(t, 10*time.Second)
@@ -169,6 +171,7 @@ func TestCountDownLatchAwaitCancel(t *testing.T) {
 }
 
 func TestCountDownLatchClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c, err := lockactor.New(srv.Client(t))
 	if err != nil {
@@ -273,6 +276,7 @@ func TestCountDownLatchRetriedCountDownAppliesOnce(t *testing.T) {
 // count was 1 and nobody counted down (and when it arrived together with
 // round two's new-count message, it released nobody).
 func TestCountDownLatchOldZeroMessageOpensNoNewAwait(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	slowSub := srv.ClientWith(t, func(o *redis.Options) {
 		o.Dialer = delayline.Dialer(func(conn net.Conn) net.Conn {

@@ -78,6 +78,7 @@ func TestErrorsNameTheirKind(t *testing.T) {
 // carrying one *lockactor.MemberError per failed member, with that member's
 // name and its cause, and none of the actors package's own type.
 func TestGroupFailuresCarryMemberErrors(t *testing.T) {
+	t.Parallel()
 	ctx := ctxFor(t, 60*time.Second)
 	closeClient := func(t *testing.T, c *lockactor.Client) {
 		t.Helper()
@@ -207,6 +208,7 @@ func TestMemberErrorFormat(t *testing.T) {
 // ErrNoQuorum error, and a member whose Client was closed matches
 // lockactor.ErrClosed through it.
 func TestNoQuorumErrorCarriesMemberErrors(t *testing.T) {
+	t.Parallel()
 	_, clients := redlockNodes(t, 3)
 	ctx := ctxFor(t, 20*time.Second)
 	rl, _ := redLockOn(clients, "rl-errors")
@@ -280,6 +282,7 @@ func TestUnreachableRedisNamesTheCause(t *testing.T) {
 // there when the Client began, and stops answering (SIGSTOP) while a Lock
 // waits behind another Client's hold.
 func TestCtxEndNamesTheLastRedisError(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	if srv.Embedded() {
 		t.Skip("needs a real redis-server (SIGSTOP): apt-get install -y redis-server")

@@ -76,6 +76,7 @@ func TestFairQueueInspection(t *testing.T) {
 // (the holder's 30 s TTL plus the queue wait). The crashed client's hold and
 // queue entry are written directly, as the key layout is the protocol.
 func TestFairWakeSkipsStaleHead(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		deadAt   string // "head", or "behind" the waiter that leaves
@@ -150,6 +151,7 @@ func TestFairWakeSkipsStaleHead(t *testing.T) {
 // missing score. The waiter must queue and get the lock once the entries
 // ahead are gone.
 func TestFairEnqueueBehindTailWithoutDeadline(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		acquire func(ctx context.Context, l *lockactor.Lock) error
@@ -190,6 +192,7 @@ func TestFairEnqueueBehindTailWithoutDeadline(t *testing.T) {
 // that owner out of the Redis queue, or it stalls every client's queue until
 // its deadline (5 minutes by default).
 func TestForgottenFairWaitersAreCancelled(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// forget makes the actor forget the queued waiter w (whose Lock

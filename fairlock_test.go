@@ -31,6 +31,7 @@ func fairQueue(t *testing.T, rdb *redis.Client, name string) []string {
 }
 
 func TestFairLockGrantsInRequestOrder(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 30*time.Second)
 	holder := newClient(t, srv.Client(t)).FairLock("fair")
@@ -119,6 +120,7 @@ func TestFairWaiterThatCancelsDoesNotStallQueue(t *testing.T) {
 }
 
 func TestFairWaiterOfDeadProcessIsSkipped(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 20*time.Second)
 	// A queued waiter's deadline is the holder's TTL plus w (the protocol),

@@ -45,6 +45,7 @@ func lockToken(t *testing.T, ctx context.Context, l *lockactor.Lock, try bool) u
 // raised to it, so that the Client's later grants (and everyone else's)
 // continue from there.
 func TestFencedTokenNeverGoesBackForAClient(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	setBack := func(t *testing.T, ctx context.Context, name string, top uint64) {

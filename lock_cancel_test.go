@@ -63,6 +63,7 @@ func TestCancelMidWait(t *testing.T) {
 // TestCancelRacingGrant cancels waits at the moment the lock is released, many
 // times: whichever side wins, a cancelled call must hold nothing.
 func TestCancelRacingGrant(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	ctx := ctxFor(t, 60*time.Second)
@@ -134,6 +135,7 @@ func (b *syncBuffer) String() string {
 
 // Callers that give up free their queue entry at once, wherever they stand.
 func TestWithdrawnWaitersAreFreed(t *testing.T) {
+	// Not parallel: it measures the whole process's heap.
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	ctx := ctxFor(t, 60*time.Second)

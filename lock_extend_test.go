@@ -37,6 +37,7 @@ func writeView(c *lockactor.Client, name string) *lockactor.Lock {
 // ended: another Client's TryLock fails, Lost stays open, the key's TTL is
 // the new lease, a fenced token stays the same, and Unlock finds the hold.
 func TestLockExtendKeepsTheHold(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 30*time.Second)
 	a, b := newClient(t, srv.Client(t)), newClient(t, srv.Client(t))
@@ -167,6 +168,7 @@ func holdFor10s(ctx context.Context) func(*testing.T, *lockactor.Lock, string) c
 // naming the lock, and so does one waiting on a hung Redis when Close
 // begins; one whose ctx ends first returns the ctx's error. None hangs.
 func TestLockExtendAfterClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 30*time.Second)
 	tests := []struct {

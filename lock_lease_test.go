@@ -29,6 +29,7 @@ import (
 // leases below 10ms were refused outright; before that, such a Lock sent
 // thousands of acquire and release scripts a second until its ctx ended.
 func TestLeaseShorterThanRoundTrip(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
 	slow := srv.ClientWith(t, func(o *redis.Options) {
@@ -110,6 +111,7 @@ func TestManyWaitersTinyLease(t *testing.T) {
 // gone, and another Client took it (found by the torture suite's
 // ghost-grant probe).
 func TestMultiLockRoundLongerThanLease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	slow, hook := hooked(t, srv)
 	fast := newClient(t, srv.Client(t))
@@ -147,6 +149,7 @@ func TestMultiLockRoundLongerThanLease(t *testing.T) {
 // A MultiLock held with a fixed lease lets its coordinator (and its members'
 // actors) retire once the lease is over.
 func TestFixedLeaseGroupCoordinatorRetires(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t), lockactor.WithIdleActorTimeout(100*time.Millisecond))
 	ctx := ctxFor(t, 20*time.Second)

@@ -72,11 +72,13 @@ func TestReentrancyLayout(t *testing.T) {
 }
 
 func TestMutualExclusionAcrossClients(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	contend(t, srv, 3, 40, 5, func(c *lockactor.Client) lockactor.Locker { return c.Lock("shared") })
 }
 
 func TestWatchdogKeepsLockPastTimeout(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const wd = 900 * time.Millisecond
 	holder := newClient(t, srv.Client(t), lockactor.WithWatchdogTimeout(wd)).Lock("wd")
@@ -113,6 +115,7 @@ func TestWatchdogKeepsLockPastTimeout(t *testing.T) {
 }
 
 func TestWaiterWakesOnUnlockMessage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	holder := newClient(t, srv.Client(t)).Lock("wake")
 	waiter := newClient(t, srv.Client(t)).Lock("wake")
@@ -131,6 +134,7 @@ func TestWaiterWakesOnUnlockMessage(t *testing.T) {
 }
 
 func TestLeaseExpiryThenUnlockIsNotHeld(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	ctx := ctxFor(t, 10*time.Second)
@@ -155,6 +159,7 @@ func TestLeaseExpiryThenUnlockIsNotHeld(t *testing.T) {
 }
 
 func TestAbandonedLockIsTakenAfterTTL(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	const wd = 800 * time.Millisecond
 	crashed, err := lockactor.New(srv.Client(t), lockactor.WithWatchdogTimeout(wd))
@@ -184,6 +189,7 @@ func TestAbandonedLockIsTakenAfterTTL(t *testing.T) {
 }
 
 func TestLostClosesWhenKeyDeleted(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	const wd = 900 * time.Millisecond
@@ -238,6 +244,7 @@ func TestUnlockWithEndedCtxSaysReleasePending(t *testing.T) {
 }
 
 func TestTryLockWaitTimesOut(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	ctx := ctxFor(t, 10*time.Second)
@@ -256,6 +263,7 @@ func TestTryLockWaitTimesOut(t *testing.T) {
 }
 
 func TestForceUnlockWakesLocalWaiter(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	ctx := ctxFor(t, 20*time.Second)

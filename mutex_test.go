@@ -18,6 +18,7 @@ import (
 // per goroutine, the same. (A *Lock shared the same way is one owner and
 // lets them all in: that is what Mutex is for.)
 func TestSharedMutexExcludesGoroutines(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	ctx := ctxFor(t, 20*time.Second)
@@ -101,6 +102,7 @@ func TestMutexLikeSyncMutex(t *testing.T) {
 // closes; a WithLease hold's closes when its lease ends; after Unlock the
 // next channel is fresh. For a Lock, a Mutex, a MultiLock and a RedLock.
 func TestLostBeforeLockAndAtLeaseEnd(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	ctx := ctxFor(t, 20*time.Second)
@@ -203,6 +205,7 @@ func TestCloseLeavesNoRecords(t *testing.T) {
 // hold was current, another goroutine's, which the torture suite saw as
 // two goroutines inside at once.
 func TestMutexLapsedHoldUnlocksOnlyItself(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	admin := srv.Client(t)
 	c := newClient(t, srv.Client(t))

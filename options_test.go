@@ -17,6 +17,7 @@ import (
 // word (and, earlier still, a MultiLock gave up after the wait and a
 // FairLock queued in Redis with it as its queue timeout). TryLock takes it.
 func TestWithWaitOnLockIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t))
 	_, nodes := redlockNodes(t, 3)

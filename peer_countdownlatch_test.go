@@ -34,6 +34,7 @@ return 0`
 // Our Await callers wake on a Redisson peer's countdown; a Redisson peer
 // waiting on the channel hears ours, and reads the count we set.
 func TestRedissonPeerCountDownLatch(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := ctxFor(t, 20*time.Second)

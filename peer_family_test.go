@@ -119,6 +119,7 @@ func (p *javaPeer) readUnlock(ctx context.Context, name string) (int64, error) {
 }
 
 func TestRedissonPeerFairLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	peer := newPeer(rdb)
@@ -155,6 +156,7 @@ func TestRedissonPeerFairLock(t *testing.T) {
 }
 
 func TestRedissonPeerReadWriteLock(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	peer := newPeer(rdb)
@@ -203,6 +205,7 @@ func TestRedissonPeerReadWriteLock(t *testing.T) {
 }
 
 func TestRedissonPeerSemaphore(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	sem := newClient(t, srv.Client(t)).Semaphore("psem")
@@ -258,6 +261,7 @@ func TestRedissonPeerFencedLayout(t *testing.T) {
 // told (or until its own estimate) learns that the lock is free now. The
 // Unlock itself reports ErrNotHeld.
 func TestRedissonPeerFairHeadToldWhenOurHoldExpired(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	peer := newPeer(rdb)

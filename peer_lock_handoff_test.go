@@ -93,6 +93,7 @@ func (p *redissonWaiter) await(ctx context.Context, want func(any) bool, d time.
 // still get the lock within a run and a half of our critical sections
 // (see the bound at the end).
 func TestRedissonPeersGetTheirTurn(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 20*time.Second)
 	const (

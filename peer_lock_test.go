@@ -57,6 +57,7 @@ func (p *javaPeer) unlock(ctx context.Context, name string) (int64, error) {
 }
 
 func TestRedissonPeerExcludesAndWakesUs(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	peer := newPeer(srv.Client(t))
 	ours := newClient(t, srv.Client(t)).Lock("interop")

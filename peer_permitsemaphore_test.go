@@ -191,6 +191,7 @@ func TestRedissonPeerPermitSemaphoreShared(t *testing.T) {
 // A release on either side wakes a waiter on the other; a lease set on
 // either side holds for both.
 func TestRedissonPeerPermitSemaphoreWakes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 30*time.Second)
 	const name = "ppermit-wake"
@@ -287,6 +288,7 @@ func TestRedissonPeerPermitSemaphoreWakes(t *testing.T) {
 // added, and only when it is positive (a Java waiter releases as many
 // local waiters as the message says, and throws on a negative number).
 func TestRedissonPeerPermitAddPermitsMessage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 10*time.Second)
 	const name = "ppermit-add"

@@ -118,6 +118,7 @@ func TestPermitSemaphoreNeverExceedsPermits(t *testing.T) {
 }
 
 func TestPermitSemaphoreTryAcquireWaitTimesOut(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 10*time.Second)
 	s := setPermits(t, srv.Client(t), "ptry", 1)
@@ -138,6 +139,7 @@ func TestPermitSemaphoreTryAcquireWaitTimesOut(t *testing.T) {
 // blocked Acquire on another Client still gets the permit once the lease
 // ends, with no message to wake it.
 func TestPermitSemaphoreLeaseEndsWithoutRelease(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 10*time.Second)
 	s := setPermits(t, srv.Client(t), "plapse", 1)
@@ -171,6 +173,7 @@ func TestPermitSemaphoreLeaseEndsWithoutRelease(t *testing.T) {
 }
 
 func TestPermitSemaphoreUpdateLeaseExtends(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 10*time.Second)
 	s := setPermits(t, srv.Client(t), "pupdate", 1)
@@ -254,6 +257,7 @@ func TestPermitSemaphoreInvalidArguments(t *testing.T) {
 }
 
 func TestPermitSemaphoreCancelAndClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 10*time.Second)
 	s := setPermits(t, srv.Client(t), "pcancel", 1)
@@ -328,6 +332,7 @@ func permitChild(addr string) int {
 }
 
 func TestPermitSemaphoreCrashedHolderPermitsComeBack(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	if srv.Embedded() {
 		t.Skip("needs a real redis-server for a child process")

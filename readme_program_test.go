@@ -34,6 +34,7 @@ const (
 // program's "localhost:6379" becomes the address of a redis-server the test
 // starts. Its output must be the plain block that follows it in README.md.
 func TestReadmeProgramRuns(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

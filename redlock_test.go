@@ -70,6 +70,7 @@ func TestRedLockAsksNodesInParallel(t *testing.T) {
 var loadedWait = lockactor.WithWait(5 * time.Second)
 
 func TestRedLockExcludesAnother(t *testing.T) {
+	t.Parallel()
 	_, clients := redlockNodes(t, 5)
 	ctx := ctxFor(t, 20*time.Second)
 	first, _ := redLockOn(clients, "rl-x")
@@ -105,6 +106,7 @@ func TestRedLockExcludesAnother(t *testing.T) {
 // run; the window is a few instructions wide, and 300 rounds at rest did not
 // hit it on the old order.
 func TestRedLockValidityKnownWhenTryLockReturns(t *testing.T) {
+	t.Parallel()
 	_, clients := redlockNodes(t, 3)
 	ctx := ctxFor(t, 30*time.Second)
 	rl, _ := redLockOn(clients, "rl-validity")

@@ -27,6 +27,7 @@ import (
 // overwritten, the partial release was sent again, and another Client got
 // a lock whose owner still counted a hold).
 func TestLatchPerKindOfSharedName(t *testing.T) {
+	t.Parallel()
 	lock := func(c *lockactor.Client) *lockactor.Lock { return c.Lock("shared-kind") }
 	tests := []struct {
 		name          string
@@ -106,6 +107,7 @@ func TestLatchReplayWrites(t *testing.T) {
 // An acquire whose reply is lost after it ran is learned from its latch:
 // the call is granted once, and the hold count is what the handle holds.
 func TestLostAcquireReplyIsSettled(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		script *redis.Script

@@ -23,6 +23,7 @@ import (
 // already holds (reentrant read, write-then-read) never waits behind
 // anyone, or it would wait for itself.
 func TestRWWaitingWriterHoldsLaterReadersBack(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		// first takes the hold the writer queues behind, on the owner
@@ -127,6 +128,7 @@ func TestRWWaitingWriterHoldsLaterReadersBack(t *testing.T) {
 // hold has no rwlock_timeout key), so a short-lease read hold taken under a
 // write hold let another writer in ~200 ms after a read unlock.
 func TestReadUnlockKeepsWriteHoldTTL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		write []lockactor.LockOption // how the write hold is taken
@@ -170,6 +172,7 @@ func TestReadUnlockKeepsWriteHoldTTL(t *testing.T) {
 }
 
 func TestReadersShareWriterExcludes(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 30*time.Second)
 	c := newClient(t, srv.Client(t))
@@ -332,6 +335,7 @@ func TestWriteLockMutualExclusion(t *testing.T) {
 }
 
 func TestRWWatchdogRenewsOnlyOwnHolds(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := ctxFor(t, 20*time.Second)

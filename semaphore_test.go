@@ -53,6 +53,7 @@ func TestSemaphoreNeverExceedsPermits(t *testing.T) {
 }
 
 func TestSemaphoreWakesOnReleaseElsewhere(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 20*time.Second)
 	a := newClient(t, srv.Client(t)).Semaphore("sem-wake")

@@ -45,6 +45,7 @@ func subscribedConns(t *testing.T, admin *redis.Client, name string) (subscribed
 // Client holds the lock: Lock's waiter listens on the lock's channel (which
 // shows the check can see a subscription), SpinLock's never does.
 func TestSpinLockNeverSubscribes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		handle   func(*lockactor.Client, string) *lockactor.Lock
@@ -114,6 +115,7 @@ func TestSpinLockNeverSubscribes(t *testing.T) {
 // while one holds, the other is refused and waits; the holder's Unlock lets
 // it in.
 func TestSpinLockExcludesLock(t *testing.T) {
+	t.Parallel()
 	lock, spin := (*lockactor.Client).Lock, (*lockactor.Client).SpinLock
 	tests := []struct {
 		name           string
@@ -168,6 +170,7 @@ func TestSpinLockExcludesLock(t *testing.T) {
 // TestSpinLockMutualExclusion runs Lock and SpinLock workers of two Clients
 // on one name and counts who is inside.
 func TestSpinLockMutualExclusion(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	clients := []*lockactor.Client{
 		newClient(t, srv.Client(t), lockactor.WithSpinBackoff(time.Millisecond, 10*time.Millisecond)),
@@ -240,6 +243,7 @@ func TestSpinLockWakeBound(t *testing.T) {
 // TestSpinLockCancelAndClose: a waiting SpinLock returns promptly when its
 // ctx ends, and with ErrClosed when its Client closes.
 func TestSpinLockCancelAndClose(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	ctx := ctxFor(t, 10*time.Second)
 	holder := newClient(t, srv.Client(t)).Lock("spin-cancel")
