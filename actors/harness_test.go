@@ -24,6 +24,7 @@ type scenario struct {
 	permits   int           // the semaphore's count in Redis at the start
 	spinQuiet bool          // Config.SpinQuiet: a spin lock's releases publish nothing
 	recheck   time.Duration // Config.SemaphoreRecheck; 0: an hour
+	group     *groupShape   // a coordinator's rows (group_test.go); nil: one lock actor
 	steps     []step
 }
 
@@ -47,6 +48,7 @@ type harness struct {
 	adj   map[string]*messages.Adjust
 	kept  map[string]*call
 	heard map[string]string // answers already read, by caller label
+	group *Group            // the coordinator's members, when the rows are a group's
 }
 
 // waitFor bounds, on the virtual clock, every wait for something a timer
@@ -94,15 +96,25 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 		SpinQuiet:        sc.spinQuiet,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, v, st, ps)
-	return &harness{
+	h := &harness{
 		t: t, v: v, rt: rt, st: st, ps: ps, key: Key{Kind: kind, Name: "x"},
 		acq: map[string]*messages.Request{}, rel: map[string]*messages.Release{},
 		ext: map[string]*messages.Extend{}, adj: map[string]*messages.Adjust{}, kept: map[string]*call{}, heard: map[string]string{},
 	}
+	if sc.group != nil {
+		h.key, h.group = Key{Kind: KindGroup, Name: "g"}, sc.group.build(rt)
+	}
+	return h
 }
 
 func (h *harness) send(msg any) {
-	if err := h.rt.Send(h.key, msg); err != nil {
+	var err error
+	if h.group != nil {
+		err = h.rt.SendGroup(h.key, *h.group, msg)
+	} else {
+		err = h.rt.Send(h.key, msg)
+	}
+	if err != nil {
 		h.t.Fatalf("send: %v", err)
 	}
 }
