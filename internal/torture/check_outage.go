@@ -12,7 +12,10 @@ import (
 // wait ran out on an unreachable Redis must learn why, not get the bare ctx
 // error a busy lock gives. The calls judged are those of one handle on one
 // Client (a MultiLock's span Clients, and its error names no Redis error);
-// the restart's last restartBack may already have answered a PING.
+// the restart's last restartBack may already have answered a PING, and
+// replies the server sent before the kill may still arrive in its first
+// killSettle (a reply heard after a call began tells the runtime Redis
+// answered: it names no error then, and asks nothing).
 func CheckOutageNamed(l *Log) []Violation {
 	var vs []Violation
 	for i := range l.Calls {
@@ -22,7 +25,7 @@ func CheckOutageNamed(l *Log) []Violation {
 		}
 		for _, f := range l.Faults {
 			if f.Kind != FaultRestart || f.Server != serverOf(c.Res[0]) ||
-				c.Start.Before(f.Start) || c.End.After(f.End.Add(-restartBack)) {
+				c.Start.Before(f.Start.Add(killSettle)) || c.End.After(f.End.Add(-restartBack)) {
 				continue
 			}
 			if !strings.Contains(c.Err, "last Redis error") {
@@ -39,6 +42,10 @@ func CheckOutageNamed(l *Log) []Violation {
 // restartBack is how long before a restart's recorded end the server may
 // already answer (its process is up before the rig's PING says so).
 const restartBack = 200 * time.Millisecond
+
+// killSettle is how long after a restart's recorded start replies sent
+// before the kill may still be read: the start is taken before SIGKILL.
+const killSettle = 50 * time.Millisecond
 
 // namesOutage reports whether c is a call whose error names the last Redis
 // error when its ctx ends while Redis cannot be reached.

@@ -20,6 +20,8 @@ func TestOutageNamed(t *testing.T) {
 		{"named inside the downtime", call(PrimLock, "A/x", 500, 1500, named), nil},
 		{"a semaphore's bare error", call(PrimSem, "A/s", 500, 1500, bare), []string{VUnnamed}},
 		{"began before the kill", call(PrimLock, "A/x", 50, 1500, bare), nil},
+		{"began as the kill went out (replies still on the wire)", call(PrimLock, "A/x", 101, 135, bare), nil},
+		{"began once the kill settled", call(PrimLock, "A/x", 150, 185, bare), []string{VUnnamed}},
 		{"ended as the server came back", call(PrimLock, "A/x", 500, 2900, bare), nil},
 		{"another server's call", call(PrimLock, "B/x", 500, 1500, bare), nil},
 		{"a MultiLock names no Redis error", func() Call {
