@@ -166,7 +166,7 @@ func Run(tb testing.TB, cfg Config) Result {
 		plan = Plan(cfg.Seed, cfg.Duration, clients)
 	}
 	var switches *switchWatch
-	if st, ok := cfg.Topology.(strictTopology); ok {
+	if st, ok := cfg.Topology.(interface{ sentinels() (string, []string) }); ok {
 		switches = watchSwitches(st.sentinels())
 	}
 	start := time.Now()
@@ -203,6 +203,9 @@ func Run(tb testing.TB, cfg Config) Result {
 	log := r.collect(start, time.Now())
 	if switches != nil {
 		log.Switches = switches.end()
+		if _, strict := cfg.Topology.(strictTopology); !strict {
+			r.unplannedSwitches(log)
+		}
 	}
 	r.settle(log)
 	r.checkSemCounts()

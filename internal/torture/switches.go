@@ -2,6 +2,8 @@ package torture
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -82,6 +84,37 @@ func (w *switchWatch) end() []Switch {
 	close(w.stop)
 	<-w.done
 	return w.at
+}
+
+// unplannedLead is how long before the sentinels name a new master on
+// their own the old one may have acknowledged writes its replica never
+// got: down-after (1 s) to agree it is down, then the election and the
+// promotion, within the failover timeout (5 s).
+const unplannedLead = 5 * time.Second
+
+// unplannedSwitches records, in a run judged with relaxations (not the
+// strict one, which judges every switch itself), each switch no injected
+// failover explains as what it is: as lossy as a planned one (an Unsafe
+// window for every name, from unplannedLead before the switch to
+// topoSettle after) and a fault window, where liveness is not judged.
+func (r *runner) unplannedSwitches(l *Log) {
+	for _, s := range l.Switches {
+		explained := false
+		for _, w := range r.topo.relax().Unsafe {
+			if w.In == nil && !s.At.Before(w.A) && !s.At.After(w.B) {
+				explained = true
+			}
+		}
+		if explained {
+			continue
+		}
+		iv := Interval{s.At.Add(-unplannedLead), s.At.Add(topoSettle)}
+		r.topo.addUnsafe(iv, "a switch the sentinels made on their own", nil)
+		l.Faults = append(l.Faults, Fault{Kind: FaultUnplanned, Server: "sentinel", Start: iv.A, End: iv.B,
+			Detail: fmt.Sprintf("%s -> %s, named at %s", s.From, s.To, l.at(s.At))})
+		r.logf("unplanned switch: the sentinels named %s (was %s) at %s, with no failover injected", s.To, s.From, l.at(s.At))
+	}
+	slices.SortStableFunc(l.Faults, func(a, b Fault) int { return a.Start.Compare(b.Start) })
 }
 
 // switchBefore is the latest switch in ss at or before t; ok false if none.

@@ -52,3 +52,34 @@ func TestCheckStrictSwitch(t *testing.T) {
 		})
 	}
 }
+
+func TestUnplannedSwitches(t *testing.T) {
+	injected := Interval{at(1000), at(4000)} // a SENTINEL FAILOVER and its settle
+	tests := []struct {
+		name     string
+		switches []Switch
+		unsafe   int // Unsafe windows after
+	}{
+		{"a switch inside an injected failover", []Switch{{At: at(2000), From: "a", To: "b"}}, 1},
+		{"a switch the sentinels made on their own", []Switch{{At: at(9000), From: "b", To: "a"}}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &runner{}
+			r.topo.addUnsafe(injected, "SENTINEL FAILOVER", nil)
+			l := logOf(20000, nil, nil, nil)
+			l.Switches = tc.switches
+			r.unplannedSwitches(l)
+			rx := r.topo.relax()
+			if len(rx.Unsafe) != tc.unsafe {
+				t.Fatalf("%d Unsafe windows, want %d", len(rx.Unsafe), tc.unsafe)
+			}
+			if tc.unsafe == 2 {
+				w := rx.Unsafe[1]
+				if w.A != at(9000).Add(-unplannedLead) || w.B != at(9000).Add(topoSettle) || len(l.Faults) != 1 || l.Faults[0].Kind != FaultUnplanned {
+					t.Fatalf("window %v, faults %v", w.Interval, l.Faults)
+				}
+			}
+		})
+	}
+}

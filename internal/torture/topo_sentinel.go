@@ -45,6 +45,9 @@ func SentinelTopology(s *redistest.Sentinel) Topology { return &sentinelTopo{s: 
 
 func (t *sentinelTopo) name() string { return "sentinel" }
 
+// sentinels are whom switchWatch asks (see unplannedSwitches).
+func (t *sentinelTopo) sentinels() (string, []string) { return t.s.MasterName(), t.s.Addrs() }
+
 func (t *sentinelTopo) newClient(hook redis.Hook) redis.UniversalClient {
 	opt := &redis.FailoverOptions{MasterName: t.s.MasterName(), SentinelAddrs: t.s.Addrs()}
 	if hook == nil {

@@ -72,8 +72,6 @@ func (t *strictTopo) strict() StrictLimits {
 
 func (t *strictTopo) weights() *[numSteps]int { return &strictWeights }
 
-func (t *strictTopo) sentinels() (string, []string) { return t.s.MasterName(), t.s.Addrs() }
-
 func (t *strictTopo) plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 	var fixed []Planned
 	if d < 3*time.Minute {

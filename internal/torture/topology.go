@@ -85,13 +85,17 @@ const (
 	// its holds there, and its check that the pool has followed, wait or
 	// fail while it follows the switch (strict variant).
 	FaultFailoverStopNew
+	// FaultUnplanned is not injected: a master switch the sentinels made
+	// on their own (a loaded machine can keep a master from answering
+	// them for down-after), recorded after the run (unplannedSwitches).
+	FaultUnplanned
 )
 
 var topoFaultNames = map[FaultKind]string{
 	FaultFailover: "failover", FaultCrash: "crash-failover", FaultNodeDown: "node-down", FaultNodeBack: "node-back",
 	FaultSlotMove: "slot-move", FaultMigrating: "slot-migrating", FaultStopMaster: "sigstop-master",
 	FaultStopReplica: "sigstop-replica", FaultRestartReplica: "replica-restart", FaultKillLink: "client-kill-replica-link",
-	FaultClientKill: "client-kill-all", FaultFailoverStopNew: "failover-stop-new",
+	FaultClientKill: "client-kill-all", FaultFailoverStopNew: "failover-stop-new", FaultUnplanned: "unplanned-switch",
 }
 
 // topoSettle is how long after a failover ends a Client may still send to
