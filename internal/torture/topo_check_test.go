@@ -17,6 +17,10 @@ func TestCheckTopology(t *testing.T) {
 	}
 	fenced := func(h Hold, token uint64) Hold { h.Token = token; return h }
 	gone := func(h Hold, probe int) Hold { h.ProbeGone, h.ProbeAt = true, at(probe); return h }
+	leased := func(h Hold, lease, lost int) Hold {
+		h.Lease, h.Lost = time.Duration(lease)*time.Millisecond, at(lost)
+		return h
+	}
 	renewal := func(ms int, res, field string) Renewal {
 		return Renewal{T: at(ms), Client: "A1", Res: res, Field: field}
 	}
@@ -55,6 +59,10 @@ func TestCheckTopology(t *testing.T) {
 		{"replica lacks a grant", []Hold{hl(1, PrimLock, "A/l", "x", 10, 3000)}, nil, Relaxations{Probes: []ReplicaProbe{probe(1, 11, true, true)}}, []string{VReplica}},
 		{"replica has it", []Hold{hl(1, PrimLock, "A/l", "x", 10, 3000)}, nil, Relaxations{Probes: []ReplicaProbe{probe(1, 11, true, false)}}, nil},
 		{"replica did not answer", []Hold{hl(1, PrimLock, "A/l", "x", 10, 3000)}, nil, Relaxations{Probes: []ReplicaProbe{probe(1, 11, false, false)}}, nil},
+		{"replica lacks a 2 ms grant whose Lost closed as the read went", []Hold{leased(hl(1, PrimLock, "A/l", "x", 10, 3000), 2, 12)}, nil,
+			Relaxations{Probes: []ReplicaProbe{probe(1, 10, true, true)}}, nil},
+		{"replica lacks a 40 ms grant long before its Lost", []Hold{leased(hl(1, PrimLock, "A/l", "x", 10, 3000), 40, 50)}, nil,
+			Relaxations{Probes: []ReplicaProbe{probe(1, 11, true, true)}}, []string{VReplica}},
 		{"replica read too late to judge", []Hold{hl(1, PrimLock, "A/l", "x", 10, 3000)}, nil, Relaxations{Probes: []ReplicaProbe{probe(1, 10+int(watchdog/time.Millisecond), true, true)}}, nil},
 		{"replica resynchronising", []Hold{hl(1, PrimLock, "A/l", "x", 10, 3000)}, nil,
 			Relaxations{Probes: []ReplicaProbe{probe(1, 11, true, true)}, Frozen: []Window{window(0, 20)}}, nil},

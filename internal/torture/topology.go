@@ -199,7 +199,7 @@ func (t *topoState) probeReplica(oh *openHold, h Hold) {
 	defer cancel()
 	p := ReplicaProbe{Hold: oh.id, At: time.Now()}
 	has, err := t.replica.HExists(ctx, name, h.Field()).Result()
-	p.Answered, p.Gone = err == nil, err == nil && !has
+	p.Back, p.Answered, p.Gone = time.Now(), err == nil, err == nil && !has
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rx.Probes = append(t.rx.Probes, p)
