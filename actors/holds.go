@@ -284,6 +284,23 @@ func (hb *holdBook) held() bool {
 	return false
 }
 
+// lastEnd is when the last of the live holds (not expired, not lost)
+// ends unless renewed: a fixed lease's end, or a watchdog hold's deadline
+// (its last confirmation plus the watchdog timeout).
+func (hb *holdBook) lastEnd() time.Time {
+	var end time.Time
+	for _, h := range hb.holds {
+		if h.expired(hb.b.now) || h.isLost() {
+			continue
+		}
+		e := h.confirmed.Add(hb.leaseOf(h.lease))
+		if e.After(end) {
+			end = e
+		}
+	}
+	return end
+}
+
 // renewing reports whether any hold is the watchdog's to renew.
 func (hb *holdBook) renewing() bool {
 	for _, h := range hb.holds {

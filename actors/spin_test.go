@@ -59,6 +59,37 @@ func TestSpinJitterSpreads(t *testing.T) {
 	}
 }
 
+// TestSpinActor_RefusedWhileHeld: a refusal while a local owner holds
+// makes the queue wait for that owner's release or loss, but no longer than
+// its hold can last: the refusal's TTL may be another owner's (ours was
+// force-unlocked, which a spin lock does not hear).
+func TestSpinActor_RefusedWhileHeld(t *testing.T) {
+	run(t, KindSpin, []scenario{
+		{name: "a TTL longer than our hold's lease: the queue tries when our lease ends", steps: []step{
+			lock("h", "h", 500*ms),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("w", "w", long), // waits for h
+			tryLock("t", "t", long),
+			expect("lock t", reply(refused(1900*ms))),
+			answered("t", "refused"),
+			callAfter(500*ms, "lock w", reply(granted)),
+			answered("w", "granted"),
+		}},
+		{name: "our own hold's TTL: the queue waits for the release", steps: []step{
+			lock("h", "h", 500*ms),
+			expect("lock h", reply(granted)),
+			lock("w", "w", long),
+			tryLock("t", "t", long),
+			expect("lock t", reply(refused(500*ms))),
+			noCall(100 * ms),
+			unlock("u", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("w", "granted"),
+		}},
+	})
+}
+
 // TestSpinActor_ReleasePublish covers what a release publishes. A spin
 // lock publishes as Lock does unless its Client is quiet (WithSpinPublish
 // (false)), and then sends unlock.lua with no publish command. A release
