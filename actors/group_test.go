@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,14 +58,6 @@ func grantAll(names ...string) []step {
 	return steps
 }
 
-func rows(parts ...[]step) []step {
-	var all []step
-	for _, p := range parts {
-		all = append(all, p...)
-	}
-	return all
-}
-
 // acquireWait is a Lock call that waits at most wait (TryLock WithWait).
 func acquireWait(label string, wait time.Duration) step {
 	return func(h *harness) {
@@ -83,7 +76,7 @@ func memberErr(name string, err error) error { return &MemberError{Name: name, E
 // validity and renewal to the millisecond; and a hold's Lost.
 func TestGroupActor(t *testing.T) {
 	run(t, KindGroup, []scenario{
-		{name: "MultiLock: every member granted, then Unlock releases each", group: multiLock(3), steps: rows(
+		{name: "MultiLock: every member granted, then Unlock releases each", group: multiLock(3), steps: slices.Concat(
 			[]step{lock("g", "g", 0)},
 			grantAll("a", "b", "c"),
 			[]step{
@@ -175,7 +168,7 @@ func TestGroupActor(t *testing.T) {
 			expect("unlock c", reply(released)),
 			answered("g", "refused"),
 		}},
-		{name: "RedLock renews every lease/3 and moves the validity; Lost closes when fewer than a majority renew", group: redLock(3, 300*ms), steps: rows(
+		{name: "RedLock renews every lease/3 and moves the validity; Lost closes when fewer than a majority renew", group: redLock(3, 300*ms), steps: slices.Concat(
 			[]step{tryLock("g", "g", 0)},
 			grantAll("a", "b", "c"),
 			[]step{
@@ -190,7 +183,7 @@ func TestGroupActor(t *testing.T) {
 				lostClosed("g", true),
 				validFor(0),
 			})},
-		{name: "RedLock with a fixed lease: no renewal, and Lost closes when the validity is spent, to the microsecond", group: redLock(3, time.Second), steps: rows(
+		{name: "RedLock with a fixed lease: no renewal, and Lost closes when the validity is spent, to the microsecond", group: redLock(3, time.Second), steps: slices.Concat(
 			[]step{tryLock("g", "g", 200*ms)},
 			grantAll("a", "b", "c"),
 			[]step{
@@ -200,7 +193,7 @@ func TestGroupActor(t *testing.T) {
 				noCall(time.Microsecond),
 				lostClosed("g", true),
 			})},
-		{name: "MultiLock with a fixed lease: a member's lease end closes the group's Lost", group: multiLock(2), steps: rows(
+		{name: "MultiLock with a fixed lease: a member's lease end closes the group's Lost", group: multiLock(2), steps: slices.Concat(
 			[]step{tryLock("g", "g", 200*ms)},
 			grantAll("a", "b"),
 			[]step{

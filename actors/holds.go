@@ -45,6 +45,7 @@ type hold struct {
 	// hold ending sooner (endBy). It runs timeUp, which closes nothing once
 	// the hold is dropped.
 	deadline timer
+	ends     time.Time  // when deadline fires (see loseAt)
 	timeMu   sync.Mutex // orders timeUp against drop
 	// cap: while a master switch is followed, the latest a renewal may
 	// move a watchdog hold's deadline to (zero: none; see endBy).
@@ -284,21 +285,17 @@ func (hb *holdBook) held() bool {
 	return false
 }
 
-// lastEnd is when the last of the live holds (not expired, not lost)
-// ends unless renewed: a fixed lease's end, or a watchdog hold's deadline
-// (its last confirmation plus the watchdog timeout).
-func (hb *holdBook) lastEnd() time.Time {
-	var end time.Time
+// heldFor is how long the live holds (not expired, not lost) can still
+// last unless renewed: until the last of their deadlines (see loseAt); 0
+// when none is held.
+func (hb *holdBook) heldFor() time.Duration {
+	var left time.Duration
 	for _, h := range hb.holds {
-		if h.expired(hb.b.now) || h.isLost() {
-			continue
-		}
-		e := h.confirmed.Add(hb.leaseOf(h.lease))
-		if e.After(end) {
-			end = e
+		if !h.expired(hb.b.now) && !h.isLost() {
+			left = max(left, h.ends.Sub(hb.b.now))
 		}
 	}
-	return end
+	return left
 }
 
 // renewing reports whether any hold is the watchdog's to renew.

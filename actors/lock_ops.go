@@ -136,14 +136,7 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 	if ttl < 0 {
 		ttl = a.watchdog // a key without expiry: look again after a lease
 	}
-	if a.spin != nil && a.held() {
-		// A local owner holds, and its release or loss wakes the queue.
-		// But ttl may be another owner's: a spin lock does not hear a
-		// ForceUnlock of our hold, after which someone else may hold for
-		// a whole lease. Wait no longer than our holds can last.
-		ttl = min(ttl, a.holdBook.lastEnd().Sub(a.now))
-	}
-	ttl = a.spin.retryIn(ttl, a.held())
+	ttl = a.spin.retryIn(ttl, a.heldFor())
 	a.verdict = verdict{until: a.now.Add(ttl), all: a.scheme.exclusive() || m.Mode == messages.Read}
 }
 

@@ -166,14 +166,17 @@ func (cfg Config) withDefaults() Config {
 // newRuntimeOn starts an actor system whose actors send to io and listen on
 // ps (the Client's redisio, or a test's fakes).
 func newRuntimeOn(cfg Config, io store, ps channels) *Runtime {
-	cfg = cfg.withDefaults()
-	return newRuntimeWith(cfg, newProtoScheduler(cfg.Logger), io, ps)
+	return newRuntimeWith(cfg, nil, io, ps)
 }
 
 // newRuntimeWith is a runtime whose actors sched runs (the state machines'
-// unit tests run them on a virtual clock).
+// unit tests run them on a virtual clock); nil: protoactor and the wall
+// clock.
 func newRuntimeWith(cfg Config, sched scheduler, io store, ps channels) *Runtime {
 	cfg = cfg.withDefaults()
+	if sched == nil {
+		sched = newProtoScheduler(cfg.Logger)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{
 		sched:   sched,

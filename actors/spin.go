@@ -60,12 +60,18 @@ func (s *spinner) next() time.Duration {
 }
 
 // retryIn is how long the queue waits after a refusal that gave the
-// holder's remaining lease ttl: at most one backoff step, unless a local
-// owner holds (its release or loss wakes the queue). A nil spinner (a lock
-// that subscribes) waits out ttl.
-func (s *spinner) retryIn(ttl time.Duration, localHold bool) time.Duration {
-	if s == nil || localHold {
+// holder's remaining lease ttl: at most one backoff step. While a local
+// owner holds (ours: how long our holds can still last), its release or
+// loss wakes the queue, so it waits out ttl, but no longer than ours: the
+// ttl may be another owner's (a spin lock does not hear a ForceUnlock of
+// our hold, after which someone else may hold for a whole lease). A nil
+// spinner (a lock that subscribes) waits out ttl.
+func (s *spinner) retryIn(ttl, ours time.Duration) time.Duration {
+	switch {
+	case s == nil:
 		return ttl
+	case ours > 0:
+		return min(ttl, ours)
 	}
 	return min(ttl, s.next())
 }

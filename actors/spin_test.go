@@ -16,25 +16,25 @@ func TestSpinnerSteps(t *testing.T) {
 	s := newSpinner(2*ms, 16*ms)
 	for round := range 2 {
 		for _, d := range []time.Duration{2 * ms, 4 * ms, 8 * ms, 16 * ms, 16 * ms} {
-			if got := s.retryIn(time.Minute, false); got < d/2 || got > d {
+			if got := s.retryIn(time.Minute, 0); got < d/2 || got > d {
 				t.Fatalf("round %d: wait %v, want within [%v, %v]", round, got, d/2, d)
 			}
 		}
 		s.reset()
 	}
 	tests := []struct {
-		name      string
-		s         *spinner
-		ttl       time.Duration
-		localHold bool
-		want      time.Duration
+		name string
+		s    *spinner
+		ttl  time.Duration
+		ours time.Duration // how long our holds can last; 0: none held
+		want time.Duration
 	}{
-		{"the lease ends first", newSpinner(10*ms, 10*ms), 3 * ms, false, 3 * ms},
-		{"a local owner holds", newSpinner(ms, 10*ms), time.Minute, true, time.Minute},
-		{"Lock waits out the lease", nil, time.Minute, false, time.Minute},
+		{"the lease ends first", newSpinner(10*ms, 10*ms), 3 * ms, 0, 3 * ms},
+		{"a local owner holds", newSpinner(ms, 10*ms), time.Minute, time.Hour, time.Minute},
+		{"Lock waits out the lease", nil, time.Minute, 0, time.Minute},
 	}
 	for _, tc := range tests {
-		if got := tc.s.retryIn(tc.ttl, tc.localHold); got != tc.want {
+		if got := tc.s.retryIn(tc.ttl, tc.ours); got != tc.want {
 			t.Errorf("%s: retryIn = %v, want %v", tc.name, got, tc.want)
 		}
 	}

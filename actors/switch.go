@@ -247,6 +247,7 @@ func earliest(a, b time.Time) time.Time {
 
 // loseAt arms h's deadline to close Lost at t.
 func (h *hold) loseAt(t time.Time) {
+	h.ends = t
 	d := t.Sub(h.at.now)
 	if h.deadline == nil {
 		h.deadline = h.at.rt.sched.AfterFunc(d, h.timeUp)

@@ -99,14 +99,10 @@ const unplannedLead = 5 * time.Second
 // topoSettle after) and a fault window, where liveness is not judged.
 func (r *runner) unplannedSwitches(l *Log) {
 	for _, s := range l.Switches {
-		explained := false
-		for _, w := range r.topo.relax().Unsafe {
-			if w.In == nil && !s.At.Before(w.A) && !s.At.After(w.B) {
-				explained = true
-			}
-		}
-		if explained {
-			continue
+		if slices.ContainsFunc(r.topo.relax().Unsafe, func(w Window) bool {
+			return w.In == nil && !s.At.Before(w.A) && !s.At.After(w.B)
+		}) {
+			continue // an injected failover's
 		}
 		iv := Interval{s.At.Add(-unplannedLead), s.At.Add(topoSettle)}
 		r.topo.addUnsafe(iv, "a switch the sentinels made on their own", nil)

@@ -202,21 +202,9 @@ func (rx Relaxations) excused(h *Hold, t time.Time) bool {
 // have when read right after, on its own connection, while the owner still
 // held it. Excused, as for ghost grants: a read more than a quarter of the
 // lease after the grant, a Lost before the read, a ForceUnlock of the name,
-// a Frozen or Unsafe window overlapping the grant and the read; and a hold
+// a Frozen or Unsafe window overlapping the grant and the read, a fixed
+// lease whose Lost closed by the answer (leaseMayHaveEnded); and a hold
 // the master itself lacked (a ghost grant, reported by that check).
-// leaseMayHaveEnded reports whether fixed-lease hold h may have run out in
-// Redis by t: its Lost closed by t plus lostSeen. The runtime closes Lost
-// when the lease ends counted from the grant's send, never later than
-// Redis lets it go; a grant of a lease of a few milliseconds may be gone
-// from the replica by the time a read reaches it.
-func leaseMayHaveEnded(h *Hold, t time.Time) bool {
-	return h.Lease > 0 && !h.Lost.IsZero() && h.Lost.Before(t.Add(lostSeen))
-}
-
-// lostSeen is how late the rig may see a Lost channel closed after the
-// runtime closed it (a worker's select, under -race, on a loaded machine).
-const lostSeen = 5 * time.Millisecond
-
 func CheckReplicaGrants(l *Log, rx Relaxations) []Violation {
 	holds := map[int]*Hold{}
 	for i := range l.Holds {
@@ -229,10 +217,7 @@ func CheckReplicaGrants(l *Log, rx Relaxations) []Violation {
 			continue
 		}
 		probe := *h
-		probe.ProbeAt = p.At
-		if p.Back.After(p.At) {
-			probe.ProbeAt = p.Back // the read ran by then
-		}
+		probe.ProbeAt = maxTime(p.At, p.Back) // the read ran by the answer
 		if ghostExcused(l, &probe) || leaseMayHaveEnded(h, probe.ProbeAt) {
 			continue
 		}
@@ -242,6 +227,19 @@ func CheckReplicaGrants(l *Log, rx Relaxations) []Violation {
 	}
 	return vs
 }
+
+// leaseMayHaveEnded reports whether fixed-lease hold h may have run out in
+// Redis by t: its Lost closed by t plus lostSeen. The runtime closes Lost
+// when the lease ends counted from the grant's send, never later than
+// Redis lets it go; a grant of a lease of a few milliseconds may be gone
+// from the replica by the time a read reaches it.
+func leaseMayHaveEnded(h *Hold, t time.Time) bool {
+	return h.Lease > 0 && !h.Lost.IsZero() && h.Lost.Before(t.Add(lostSeen))
+}
+
+// lostSeen is how late the rig may see a Lost channel closed after the
+// runtime closed it (a worker's select, under -race, on a loaded machine).
+const lostSeen = 5 * time.Millisecond
 
 // unjudgedRenewals is l without the renewals seen inside an Unsafe window
 // of their resource.
