@@ -19,7 +19,7 @@ func TestTopologyPlans(t *testing.T) {
 		{&clusterTopo{}, 25 * time.Second, []FaultKind{FaultCrash}},
 		{&clusterTopo{}, 10 * time.Minute, []FaultKind{FaultCrash, FaultFailover, FaultSlotMove, FaultMigrating, FaultStopMaster, FaultClientKill, FaultHook, FaultNodeDown, FaultNodeBack}},
 		{&sentinelTopo{}, 25 * time.Second, []FaultKind{FaultFailover, FaultCrash}},
-		{&sentinelTopo{}, 10 * time.Minute, []FaultKind{FaultFailover, FaultCrash, FaultStopMaster, FaultStopReplica, FaultClientKill, FaultHook}},
+		{&sentinelTopo{}, 10 * time.Minute, []FaultKind{FaultFailover, FaultCrash, FaultStopMaster, FaultStopReplica, FaultClientKill, FaultHook, FaultQuietFailover}},
 		{&replicaTopo{}, 20 * time.Second, []FaultKind{FaultStopReplica}},
 		{&replicaTopo{}, 10 * time.Minute, []FaultKind{FaultStopReplica, FaultRestartReplica, FaultKillLink, FaultStopMaster, FaultClientKill, FaultHook}},
 	} {

@@ -78,12 +78,14 @@ func (t *sentinelTopo) plan(seed int64, d time.Duration, clients map[string]int)
 		{FaultStopReplica, 1, 300 * time.Millisecond, 1500 * time.Millisecond},
 		{FaultClientKill, 1, 100 * time.Millisecond, 100 * time.Millisecond},
 		{FaultHook, 2, 500 * time.Millisecond, 2 * time.Second},
+		{FaultQuietFailover, 1, 2 * time.Second, 4 * time.Second},
 	}
 	var fixed []Planned
 	if d < 3*time.Minute {
 		// A short run gets one failover of each kind whatever the draw,
-		// and no more: each makes some 5s of the run an Unsafe window.
-		menu = menu[2:]
+		// and no more (not the quiet one, last in the menu): each makes
+		// some 5s of the run an Unsafe window.
+		menu = menu[2 : len(menu)-1]
 		rng := rand.New(rand.NewPCG(uint64(seed), 0x73656e))
 		fixed = []Planned{
 			{At: 3 * time.Second, Kind: FaultFailover, Server: "A", Dur: 3 * time.Second, Seed: rng.Uint64()},
@@ -114,6 +116,12 @@ func (t *sentinelTopo) apply(r *runner, tb testing.TB, p Planned) {
 			if err == nil {
 				f.Detail = fmt.Sprintf("%s -> %s", master.Addr(), to.Addr())
 			}
+		})
+	case FaultQuietFailover:
+		r.lossy(func() {
+			var to *redistest.Server
+			err := r.tryRig(tb, func(tb testing.TB) { to = t.s.Failover(tb) })
+			f.Detail = fmt.Sprintf("%s -> %v (rig: %v); no window opened: the switch watch must find it", master.Addr(), to, err)
 		})
 	case FaultCrash:
 		r.lossy(func() {

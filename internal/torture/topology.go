@@ -89,6 +89,10 @@ const (
 	// on their own (a loaded machine can keep a master from answering
 	// them for down-after), recorded after the run (unplannedSwitches).
 	FaultUnplanned
+	// FaultQuietFailover is a SENTINEL FAILOVER the rig records as a fault
+	// but opens no Unsafe window for: the switch watch must find it, as it
+	// finds a switch the sentinels make on their own (unplannedSwitches).
+	FaultQuietFailover
 )
 
 var topoFaultNames = map[FaultKind]string{
@@ -96,6 +100,7 @@ var topoFaultNames = map[FaultKind]string{
 	FaultSlotMove: "slot-move", FaultMigrating: "slot-migrating", FaultStopMaster: "sigstop-master",
 	FaultStopReplica: "sigstop-replica", FaultRestartReplica: "replica-restart", FaultKillLink: "client-kill-replica-link",
 	FaultClientKill: "client-kill-all", FaultFailoverStopNew: "failover-stop-new", FaultUnplanned: "unplanned-switch",
+	FaultQuietFailover: "quiet-failover",
 }
 
 // topoSettle is how long after a failover ends a Client may still send to
