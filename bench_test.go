@@ -123,13 +123,22 @@ func BenchmarkUncontended(b *testing.B) {
 // name of one Client. Reported: acquisitions/s, round trips the client sent
 // per acquisition (target <= 4) and commands the server ran per acquisition
 // (INFO commandstats, which also counts the commands inside scripts).
+// Sub-benchmarks: relays on (the default) and off (every local hand-off
+// a script).
 func BenchmarkContended(b *testing.B) {
+	for _, relay := range []bool{true, false} {
+		name := map[bool]string{true: "relay", false: "norelay"}[relay]
+		b.Run(name, func(b *testing.B) { benchmarkContended(b, lockactor.WithRelay(relay)) })
+	}
+}
+
+func benchmarkContended(b *testing.B, opts ...lockactor.Option) {
 	srv := redistest.Start(b)
 	rdb := srv.Client(b)
 	hook := &tripcount.Hook{}
 	counted := srv.Client(b)
 	counted.AddHook(hook)
-	c := newClient(b, counted)
+	c := newClient(b, counted, opts...)
 	ctx := context.Background()
 	const goroutines = 1000
 	var remaining atomic.Int64

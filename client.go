@@ -85,6 +85,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		SpinMin:      o.spinMin,
 		SpinMax:      o.spinMax,
 		SpinQuiet:    o.spinQuiet,
+		NoRelay:      o.noRelay,
 		LatchKeep:    o.latchKeep,
 		TokenMemory:  o.tokenMemory,
 		Logger:       o.logger,

@@ -32,11 +32,15 @@ var WithLatchKeep = withLatchKeep
 var WithTokenMemory = withTokenMemory
 
 // QueuedRW is the number of callers queued in the Client's actor for the
-// read-write lock name.
-func QueuedRW(c *Client, name string) int {
+// read-write lock name; QueuedLock for the lock name.
+func QueuedRW(c *Client, name string) int { return queued(c, actors.KindRW, name) }
+
+func QueuedLock(c *Client, name string) int { return queued(c, actors.KindLock, name) }
+
+func queued(c *Client, kind actors.Kind, name string) int {
 	n := 0
 	c.rt.Census(func(k actors.Key, waiters int64) {
-		if k.Kind == actors.KindRW && k.Name == name {
+		if k.Kind == kind && k.Name == name {
 			n = int(waiters)
 		}
 	})

@@ -31,12 +31,20 @@ func (l *Lock) rwMode() string {
 	return "read"
 }
 
-// field is this handle's field in the lock hash.
-func (l *Lock) field() string {
-	if l.mode == messages.Write {
-		return redisio.WriteField(l.owner)
+// field is the hash field Redis keeps this handle's current hold under:
+// its own, or that of the local owner that relayed the hold to it; and
+// whether the handle holds anything, by its own count.
+func (l *Lock) field() (string, bool) {
+	l.mu.Lock()
+	owner, holds := l.owner, l.holds
+	if l.relayed != "" {
+		owner = l.relayed
 	}
-	return l.owner
+	l.mu.Unlock()
+	if l.mode == messages.Write {
+		return redisio.WriteField(owner), holds > 0
+	}
+	return owner, holds > 0
 }
 
 // IsLocked reports whether anyone holds the lock; for a ReadWriteLock view,
@@ -57,10 +65,15 @@ func (l *Lock) IsHeldByMe(ctx context.Context) (bool, error) {
 	return n > 0, err
 }
 
-// HoldCount is this handle's reentrant count (0 when it holds nothing).
+// HoldCount is this handle's reentrant count as Redis keeps it: 0 when it
+// holds nothing (given up by Unlock, or never held), without asking Redis.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (int, error) {
-		return io.HoldCount(ctx, l.name, l.field())
+		field, holds := l.field()
+		if !holds {
+			return 0, nil
+		}
+		return io.HoldCount(ctx, l.name, field)
 	})
 }
 

@@ -40,9 +40,13 @@ type Lock struct {
 
 	box   lostBox // what Lost returns
 	mu    sync.Mutex
-	holds int       // grants not yet given up by an Unlock (reentrant holds count each)
-	token uint64    // fencing token of the current hold; 0 when not held
-	since time.Time // when the current hold was granted from zero holds (lockactor.hold.duration)
+	holds int    // grants not yet given up by an Unlock (reentrant holds count each)
+	token uint64 // fencing token of the current hold; 0 when not held
+	// relayed is the owner whose hash field Redis keeps the current hold
+	// under when another local owner passed its hold on to this one
+	// without a word to Redis; empty: this handle's own (owner).
+	relayed string
+	since   time.Time // when the current hold was granted from zero holds (lockactor.hold.duration)
 }
 
 // Name is the lock's name, the Redis key of its hash.
@@ -143,14 +147,15 @@ func (l *Lock) ask(ctx context.Context, o lockOptions, tryOnly bool, expired <-c
 	case res.Upgrade:
 		return false, l.what().invalid(l.name, "read-to-write upgrade: this owner holds read holds, and the write lock would wait for itself")
 	case res.Granted:
-		l.granted(res.Lost, res.Token)
+		l.granted(res.Lost, res.Token, res.Field)
 		return true, nil
 	}
 	return false, nil
 }
 
-// granted records a grant to this handle (its own, or a group's).
-func (l *Lock) granted(lost chan struct{}, token uint64) {
+// granted records a grant to this handle (its own, or a group's); field
+// is the owner Redis keeps it under, if not this handle's.
+func (l *Lock) granted(lost chan struct{}, token uint64, field string) {
 	fresh := l.box.held(lost)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -158,7 +163,7 @@ func (l *Lock) granted(lost chan struct{}, token uint64) {
 		l.since, l.holds = time.Now(), 0
 	}
 	l.holds++
-	l.token = token
+	l.token, l.relayed = token, field
 }
 
 // givingUp records an Unlock that goes to the actor: false when the handle
@@ -172,6 +177,7 @@ func (l *Lock) givingUp() bool {
 	l.holds--
 	if l.holds == 0 {
 		l.box.free()
+		l.relayed = ""
 	}
 	return true
 }
@@ -180,7 +186,7 @@ func (l *Lock) givingUp() bool {
 func (l *Lock) heldNothing() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.holds = 0
+	l.holds, l.relayed = 0, ""
 	l.box.free()
 }
 

@@ -148,7 +148,7 @@ func (gr *group) ask(ctx context.Context, opts []LockOption, tryOnly bool) (bool
 	gr.box.held(res.Lost)
 	for i, part := range res.Parts {
 		if part.Granted {
-			gr.locks[i].granted(part.Lost, part.Token)
+			gr.locks[i].granted(part.Lost, part.Token, part.Field)
 		}
 	}
 	return true, nil

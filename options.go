@@ -31,6 +31,7 @@ type options struct {
 	spinMin      time.Duration // WithSpinBackoff
 	spinMax      time.Duration // WithSpinBackoff
 	spinQuiet    bool          // WithSpinPublish(false)
+	noRelay      bool          // WithRelay(false)
 	latchKeep    time.Duration // withLatchKeep; 0: the runtime's default
 	tokenMemory  int           // withTokenMemory; 0: the runtime's default
 
@@ -119,6 +120,22 @@ func WithSpinBackoff(min, max time.Duration) Option {
 // after its release. SpinLock waiters never need the message.
 func WithSpinPublish(on bool) Option {
 	return func(o *options) { o.spinQuiet = !on }
+}
+
+// WithRelay chooses how a Lock, Mutex or SpinLock held by one owner of
+// this Client passes to the next owner of this Client waiting for it. On
+// (the default), the next owner takes over the hold Redis has, with no
+// round trip: the lock stays in Redis under the first owner's hash field
+// until the last owner of the run releases it (a run ends after 64
+// owners or 20 ms when other processes wait). Off, every hand-off is a
+// script that moves the hold to the next owner's field. Either way the
+// next owner's hold is no longer than the one Redis confirmed.
+//
+// Note: only holds renewed by the watchdog are relayed, and only while
+// Redis confirmed them within half the watchdog timeout; a WithLease hold
+// and a FencedLock (each grant takes a token) always hand off through Redis.
+func WithRelay(on bool) Option {
+	return func(o *options) { o.noRelay = !on }
 }
 
 // WithShardedPubSub chooses how releases are announced: SPUBLISH/SSUBSCRIBE

@@ -25,6 +25,8 @@ type scenario struct {
 	spinQuiet bool          // Config.SpinQuiet: a spin lock's releases publish nothing
 	recheck   time.Duration // Config.SemaphoreRecheck; 0: an hour
 	group     *groupShape   // a coordinator's rows (group_test.go); nil: one lock actor
+	watchdog  time.Duration // Config.Watchdog; 0: an hour
+	noRelay   bool          // Config.NoRelay
 	steps     []step
 }
 
@@ -84,11 +86,16 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 	if recheck == 0 {
 		recheck = time.Hour
 	}
+	watchdog := sc.watchdog
+	if watchdog == 0 {
+		watchdog = time.Hour
+	}
 	st, ps, v := newFakeStore(), newFakeChannels(), newVirtual()
 	st.permits = sc.permits
 	rt := newRuntimeWith(Config{
 		ClientID:         "client",
-		Watchdog:         time.Hour,
+		Watchdog:         watchdog,
+		NoRelay:          sc.noRelay,
 		IdleAfter:        time.Hour,
 		SemaphoreRecheck: recheck,
 		FairWait:         sc.fairWait,

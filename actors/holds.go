@@ -22,7 +22,11 @@ type hold struct {
 	confirmed time.Time     // when the last command that set the lease was sent
 	until     time.Time     // the latest Redis may keep it: that command's reply + its lease
 	token     uint64        // fencing token of a fenced lock's hold
-	renewing  bool          // a renewal is in flight
+	// field is the owner whose hash field Redis keeps the hold under when
+	// it is not the holder's own: the owner that took the hold in Redis
+	// and relayed it (relay.go). Empty: the holder's own.
+	field    string
+	renewing bool // a renewal is in flight
 	// dropped is set when the record forgets the hold (released or lost):
 	// a renewal of it still waiting for its pipeline is then not sent, and
 	// its deadline closes nothing (set under timeMu: see timeUp).
@@ -225,6 +229,15 @@ func (hb *holdBook) granted(k holdKey, sent time.Time, lease time.Duration, toke
 	h.confirm(sent, hb.watchdog)
 	h.until = hb.b.now.Add(hb.leaseOf(lease))
 	return h
+}
+
+// fieldOf is the owner whose hash field Redis keeps k's holds under: k's
+// own, or that of the owner that relayed its hold to k.
+func (hb *holdBook) fieldOf(k holdKey) string {
+	if h := hb.holds[k]; h != nil && h.field != "" {
+		return h.field
+	}
+	return k.owner
 }
 
 // giveUp takes one hold of k off the record as its owner releases it: the

@@ -38,9 +38,11 @@ type lockActor struct {
 	sig        signal // the lock channel's pub/sub news
 	subID      uint64 // pub/sub handler id; 0 when not subscribed
 	wokenByMsg bool   // the next attempt answers a release message
-	// handoffs counts releases handed straight to a local waiter in a row;
-	// after HandoffRun the next release frees the lock for everyone.
+	// handoffs counts releases handed straight to a local waiter in a row
+	// (by a script or a relay), since runStart; after HandoffRun, or
+	// HandoffRunTime, the next release frees the lock for everyone.
 	handoffs int
+	runStart time.Time
 	// echoes counts release messages we published and have yet to hear: a
 	// message while a local owner holds is our own echo, or news (a force
 	// unlock) when no echo is due. early counts messages heard while a
@@ -78,6 +80,11 @@ const (
 // listen on the lock's channel, the lock is released and published, and
 // local waiters race the other processes' for it.
 const HandoffRun = 64
+
+// HandoffRunTime bounds a run of local hand-offs in time, as HandoffRun
+// does in grants: a run of relays (relay.go) costs no Redis round trip, so
+// long critical sections, not Redis, set its pace.
+const HandoffRunTime = 20 * time.Millisecond
 
 // yieldWindow is how long waiters woken by a release message hold back
 // before they try, when other processes listen on the channel: long enough
@@ -175,6 +182,13 @@ func (a *lockActor) owns(owner string) bool {
 	return false
 }
 
+// owes reports whether a release is owed under the hash field owner's
+// requests go by (its own, or a relayed hold's: see holdBook.fieldOf): no
+// request of owner may be sent before Redis has it.
+func (a *lockActor) owes(owner string) bool {
+	return a.owed.owes(a.fieldFor(owner))
+}
+
 // onWake applies pub/sub news: a release elsewhere, or a (re)subscription
 // after which messages may have been missed, makes the verdict stale.
 func (a *lockActor) onWake(n news) {
@@ -259,12 +273,20 @@ func (a *lockActor) step(now time.Time) bool {
 // back (see heldBack) is refused without asking Redis, as sync.RWMutex's
 // TryRLock is.
 func (a *lockActor) runDirect() bool {
-	m := popFree(&a.direct, a.owed.owes)
+	m := popFree(&a.direct, a.owes)
 	switch {
 	case m == nil:
 		return false
 	case a.heldBack(m):
 		m.Req.Answer(messages.Result{})
+	case !a.owns(m.Owner) && a.fieldBusy(m.Owner):
+		// Another local owner holds the lock under m's owner's hash field
+		// (a relay): Redis would take m for a reentrant acquire.
+		if m.TryOnly {
+			m.Req.Answer(messages.Result{})
+		} else {
+			a.waiters.push(m)
+		}
 	default:
 		a.try(m, false)
 	}
@@ -279,7 +301,7 @@ func (a *lockActor) runDirect() bool {
 // surely run out (see owed).
 func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 	head := a.waiters.front()
-	if head == nil || a.owed.owes(head.Owner) || a.late.shut(now) {
+	if head == nil || a.owes(head.Owner) || a.fieldBusy(head.Owner) || a.late.shut(now) {
 		return nil
 	}
 	if !a.verdict.refuses(head, now) {
@@ -288,7 +310,7 @@ func (a *lockActor) candidate(now time.Time) *messages.Acquire {
 	var reader *messages.Acquire
 	if a.waiters.reads > 0 && !a.verdict.all {
 		a.waiters.each(func(m *messages.Acquire) bool {
-			if m.Mode == messages.Read && a.owns(m.Owner) && !a.owed.owes(m.Owner) {
+			if m.Mode == messages.Read && a.owns(m.Owner) && !a.owes(m.Owner) {
 				reader = m
 			}
 			return reader == nil
@@ -337,7 +359,7 @@ func (a *lockActor) settle() {
 		switch now := a.now; {
 		case a.late.shut(now):
 			next.add(a.late.until)
-		case a.verdict.until.IsZero() && !a.owed.owes(a.waiters.front().Owner):
+		case a.verdict.until.IsZero() && !a.owes(a.waiters.front().Owner) && !a.fieldBusy(a.waiters.front().Owner):
 			a.rt.cfg.Logger.Debug("lockactor: waiter without a retry; retrying now", "lock", a.key.Name)
 			next.add(now)
 		}

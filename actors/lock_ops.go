@@ -92,7 +92,7 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 		if at.yielded || at.byMsg {
 			a.yields = 0
 		}
-		a.grant(m, sent, res.token)
+		a.grant(m, sent, res.token, nil)
 		if at.byMsg && a.scheme.exclusive() {
 			// We won the race a release message started: go to the back of
 			// the channel's subscribers so other processes go first next time.
@@ -140,17 +140,21 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 	a.verdict = verdict{until: a.now.Add(ttl), all: a.scheme.exclusive() || m.Mode == messages.Read}
 }
 
-// grant records a hold taken at sent and tells the caller; if the caller has
-// already gone (or was told of an error), the hold goes straight back.
-func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64) {
+// grant records a hold taken at sent (from is set for a relay: the hold
+// it takes over) and tells the caller; if the caller has already gone (or
+// was told of an error), the hold goes straight back.
+func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64, from *relayed) {
 	k := holdKey{m.Owner, m.Mode}
 	h := a.granted(k, sent, m.Lease, token, m.Lost)
+	if from != nil {
+		h.field, h.until = from.field, from.until
+	}
 	a.spin.reset()
 	a.late.inTime()
 	// Until this hold ends, other waiters would be refused (readers still
 	// share a read hold).
 	a.verdict = verdict{until: sent.Add(a.leaseOf(m.Lease)), all: m.Mode != messages.Read}
-	if !h.handTo(m, messages.Result{Token: h.token}) {
+	if !h.handTo(m, messages.Result{Token: h.token, Field: h.field}) {
 		a.rt.cfg.Logger.Debug("lockactor: grant given back: its caller had gone", "lock", a.key.Name, "owner", m.Owner)
 		a.owe(k, nil)
 		return
@@ -216,7 +220,17 @@ func (a *lockActor) runOwed(now time.Time) bool {
 	if o == nil {
 		return false
 	}
-	r := &lockRelease{a: a, o: o, head: a.handoffTarget(o), sent: now}
+	head := a.handoffTarget(o, now)
+	switch {
+	case head != nil && a.relays(o, head, now):
+		a.relay(o, head)
+		return true
+	case head != nil && head.Owner == o.field:
+		// A hold relayed from head: handoff.lua would release and grant
+		// one field. Release it; head tries once Redis has it.
+		head = nil
+	}
+	r := &lockRelease{a: a, o: o, head: head, sent: now}
 	if r.head != nil {
 		r.nextLease = a.leaseOf(r.head.Lease)
 	}
@@ -238,10 +252,11 @@ func (r *lockRelease) keep() time.Duration {
 }
 
 func (r *lockRelease) run(op redisio.Op) redisio.Reply {
+	k := holdKey{r.o.field, r.o.k.mode} // the hold's hash field (see hold.field)
 	if r.head != nil {
-		return r.a.scheme.handoff(r.a, op, r.o.k, r.o.lease, r.head, r.nextLease)
+		return r.a.scheme.handoff(r.a, op, k, r.o.lease, r.head, r.nextLease)
 	}
-	return r.a.scheme.release(r.a, op, r.o.k, r.o.lease)
+	return r.a.scheme.release(r.a, op, k, r.o.lease)
 }
 
 func (r *lockRelease) apply(rep redisio.Reply) { r.a.released(r.o, r.head, r.sent, rep) }
@@ -259,15 +274,16 @@ func (r *lockRelease) fail(err error) {
 	r.o.answer(pendingRelease(err)) // settled, then sent again if need be
 }
 
-// handoffTarget is the waiter o's release may hand the lock to in the same
-// script, or nil: only an owner's last exclusive hold, to another owner's
-// exclusive request (one that owes no release), within a run of HandoffRun
-// (a run goes on while no other connection listens on the lock's channel).
-func (a *lockActor) handoffTarget(o *owed) *messages.Acquire {
+// handoffTarget is the waiter o's release may hand the lock to (in the
+// same script, or by a relay), or nil: only an owner's last exclusive
+// hold, to another owner's exclusive request (one that owes no release),
+// within a run of HandoffRun grants and HandoffRunTime (a run goes on
+// while no other connection listens on the lock's channel).
+func (a *lockActor) handoffTarget(o *owed, now time.Time) *messages.Acquire {
 	if !a.scheme.handsOff() || !o.last || o.k.mode != messages.Exclusive {
 		return nil
 	}
-	if a.handoffs >= HandoffRun {
+	if a.handoffs >= HandoffRun || (a.handoffs > 0 && now.Sub(a.runStart) >= HandoffRunTime) {
 		if a.others {
 			return nil
 		}
@@ -308,10 +324,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 	case redisio.NotHeld:
 		a.forgetVerdict()
 	case redisio.HandedOver:
-		a.handoffs++
-		if a.handoffs == HandoffRun/2 {
-			a.countOthers() // known by the run's end
-		}
+		a.ranHandoff()
 		if r.Unsynced || stale(a.now, sent, a.leaseOf(head.Lease)) {
 			// The new holder's grant is not on enough replicas, or came
 			// back too late to trust (see attempted): undo it; head stays
@@ -324,7 +337,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		}
 		a.waiters.remove(head.Req)
 		a.rt.cfg.Observer.HandedOff(a.key)
-		a.grant(head, sent, 0)
+		a.grant(head, sent, 0, nil)
 	case redisio.Released, redisio.ReleasedQuiet, redisio.Left:
 		if res == redisio.ReleasedQuiet && a.spin.publishes() {
 			// The server refused the publish (an ACL): the release
@@ -360,6 +373,18 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 
 func (a *lockActor) retryOwed(o *owed, err error) { a.holdBook.retryOwed(&a.owed, o, err) }
 
+// ranHandoff counts one more hand-off (a script's or a relay) in the run.
+func (a *lockActor) ranHandoff() {
+	if a.handoffs == 0 {
+		a.runStart = a.now
+	}
+	a.handoffs++
+	if a.handoffs == HandoffRun/2 {
+		a.countOthers() // known by the run's end
+	}
+}
+
+// renewOne renews k's hold under its hash field (see hold.field).
 func (a *lockActor) renewOne(k holdKey, lease time.Duration, stale func() bool, then func(bool, error)) {
-	a.scheme.renew(a, k, lease, stale, then)
+	a.scheme.renew(a, holdKey{a.holdBook.fieldOf(k), k.mode}, lease, stale, then)
 }

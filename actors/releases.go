@@ -18,6 +18,7 @@ import (
 // newer grant would free that grant.
 type owed struct {
 	k     holdKey
+	field string        // the owner Redis keeps the hold under (see hold.field)
 	h     *hold         // the hold given up; nil when none was recorded
 	last  bool          // it was its owner's last hold in this view
 	lease time.Duration // re-applied when holds remain
@@ -99,10 +100,11 @@ func tellStalled(direct *[]*messages.Acquire, q *owedQueue, err error) {
 	}
 }
 
-// owes reports whether a release of owner's is queued.
+// owes reports whether a release of owner's hash field is queued (a
+// hold relayed from owner is released under owner's field).
 func (q *owedQueue) owes(owner string) bool {
 	for _, o := range q.items {
-		if o.k.owner == owner {
+		if o.field == owner {
 			return true
 		}
 	}
@@ -112,9 +114,9 @@ func (q *owedQueue) owes(owner string) bool {
 // owe gives up one hold of k (a caller's Release m, or nil for a grant
 // nobody took) and queues its release for Redis.
 func (hb *holdBook) owe(q *owedQueue, k holdKey, m *messages.Release) {
-	lease := hb.leaseFor(k)
+	lease, field := hb.leaseFor(k), hb.fieldOf(k)
 	h, last := hb.giveUp(k)
-	q.push(&owed{k: k, h: h, last: last, lease: lease, m: m, due: hb.b.now})
+	q.push(&owed{k: k, field: field, h: h, last: last, lease: lease, m: m, due: hb.b.now})
 }
 
 // retryOwed queues o again after a backoff, after an attempt that failed

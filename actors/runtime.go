@@ -72,6 +72,7 @@ type Config struct {
 	SemaphoreRecheck time.Duration      // how often a semaphore's waiters re-check without a message
 	SpinMin, SpinMax time.Duration      // a spin lock's retry backoff: first step and cap (DefaultSpinMin, DefaultSpinMax)
 	SpinQuiet        bool               // a spin lock's releases publish nothing (WithSpinPublish(false))
+	NoRelay          bool               // every local hand-off goes through Redis (relay.go)
 	PubSubHealth     time.Duration      // a silent subscription connection is pinged after this, and replaced if no PONG follows within it
 	CloseGrace       time.Duration      // how long Close waits for actors and commands still running
 	LatchKeep        time.Duration      // the least life of a request's latch record (see ledger.keepFor)

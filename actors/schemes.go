@@ -46,7 +46,7 @@ func (reentrant) handsOff() bool             { return true }
 func (reentrant) fences() bool               { return false }
 
 func (reentrant) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
-	return a.rt.io.Lock(a.rt.ctx, op, a.key.Name, m.Owner, lease)
+	return a.rt.io.Lock(a.rt.ctx, op, a.key.Name, a.fieldFor(m.Owner), lease)
 }
 
 func (reentrant) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {
@@ -79,7 +79,7 @@ func (fenced) handsOff() bool { return false }
 func (fenced) fences() bool   { return true }
 
 func (fenced) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
-	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, m.Owner, lease, a.tokenFloor(m.Owner, a.now))
+	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, a.fieldFor(m.Owner), lease, a.tokenFloor(m.Owner, a.now))
 }
 
 func (fenced) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {

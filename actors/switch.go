@@ -181,7 +181,7 @@ func (hb *holdBook) recheck(m *switched) {
 	fields := make([]string, 0, len(hb.holds))
 	for k, h := range hb.holds {
 		r.keys, r.holds = append(r.keys, k), append(r.holds, h)
-		fields = append(fields, holdField(k))
+		fields = append(fields, holdField(holdKey{hb.fieldOf(k), k.mode}))
 	}
 	b.rt.conn.HoldsOnThen(b.rt.ctx, m.server, b.key.Name, fields, func(left []time.Duration, err error) {
 		r.left, r.err, r.recv = left, err, b.rt.sched.Now()
@@ -256,7 +256,8 @@ func (h *hold) loseAt(t time.Time) {
 	h.deadline.Reset(d)
 }
 
-// holdField is the hash field of k's holds: the owner, or its write
+// holdField is the hash field of k's holds: the owner (for a relayed
+// hold, the one it was relayed from: see holdBook.fieldOf), or its write
 // field (a read-write lock's write view).
 func holdField(k holdKey) string {
 	if k.mode == messages.Write {

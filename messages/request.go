@@ -11,6 +11,7 @@ type Result struct {
 	TTL     time.Duration // not granted: the holder's remaining lease
 	Lost    chan struct{} // granted: closed if this hold is later found gone
 	Token   uint64        // granted by a fenced lock: the hold's fencing token
+	Field   string        // granted: the owner Redis keeps the hold under, when not the caller's (a relayed hold)
 	Upgrade bool          // refused: a read holder asked for the write lock
 	Err     error         // a Redis error; the hold was not taken
 	Parts   []Result      // a group's grant: each member's, in member order

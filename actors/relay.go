@@ -1,0 +1,68 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/lockactor/lockactor/messages"
+)
+
+// A relay passes a hold from one local owner to the next without a word
+// to Redis. Redis keeps the hold under the hash field of the owner that
+// took it; the next local owner takes over that hold as it is (its field,
+// its lease, its renewals: hold.field), and releases it under that field
+// in its turn, or relays it again. A hot lock then costs Redis one grant
+// and one release per run of local owners, not a script per owner.
+//
+// A relayed hold is worth what the hold it comes from is worth: its Lost
+// closes no later than that hold's confirmed lease would have ended, and
+// at once when a renewal finds the field gone. So a relay is made only
+// for a watchdog hold (no fixed lease on either side, which Redis would
+// have to be told of) whose last confirmation by Redis is younger than
+// half the watchdog timeout, found lost by nothing, with no master switch
+// being followed; otherwise the release hands off through Redis
+// (handoff.lua), which confirms the next grant. Runs are bounded as every
+// hand-off run is (HandoffRun grants, HandoffRunTime): then, if other
+// processes listen, the lock is released and published.
+//
+// While a hold relayed from owner o lives, Redis takes any request under
+// o's field for o's own: o's next acquire waits for the relay to end
+// (fieldBusy), and a TryLock of o's is refused here.
+
+// relays reports whether o's release may relay its hold to head.
+func (a *lockActor) relays(o *owed, head *messages.Acquire, now time.Time) bool {
+	h := o.h
+	return !a.rt.cfg.NoRelay && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
+		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2
+}
+
+// relay gives o's hold to head, the next local waiter: o's caller hears
+// its hold is gone, and head holds under the same hash field.
+func (a *lockActor) relay(o *owed, head *messages.Acquire) {
+	a.waiters.remove(head.Req)
+	o.answer(messages.ReleaseResult{Gone: true})
+	a.ranHandoff()
+	a.rt.cfg.Observer.HandedOff(a.key)
+	a.grant(head, o.h.confirmed, 0, &relayed{field: o.field, until: o.h.until})
+}
+
+// relayed is what a relayed grant takes over from the hold it comes from.
+type relayed struct {
+	field string    // the hash field Redis keeps the hold under
+	until time.Time // the latest Redis may keep it
+}
+
+// fieldBusy reports whether another local owner holds the lock under
+// owner's hash field (a hold relayed from owner).
+func (a *lockActor) fieldBusy(owner string) bool {
+	for k, h := range a.holds {
+		if h.field == owner && k.owner != owner {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldFor is the hash field owner's requests go by (see holdBook.fieldOf).
+func (a *lockActor) fieldFor(owner string) string {
+	return a.holdBook.fieldOf(holdKey{owner, messages.Exclusive})
+}

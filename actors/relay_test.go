@@ -1,0 +1,137 @@
+package actors
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// relayed is the start of rows where h took the lock as a watchdog hold,
+// w queued behind it, and h's Unlock relayed the hold to w: no script.
+func relayedToW(rest ...step) []step {
+	return append([]step{
+		lock("h", "h", 0),
+		expect("lock h", reply(granted)),
+		answered("h", "granted"),
+		lock("w", "w", 0),
+		unlock("uh", "h"),
+		answered("uh", "gone"),
+		answered("w", "granted"),
+	}, rest...)
+}
+
+// relayRun has two owners take turns by relay, HandoffRun times, while
+// subscribers connections listen on the lock's channel (ours included):
+// the next release goes to Redis when another listens, or relays on.
+func relayRun(subscribers int64) []step {
+	steps := []step{
+		lock("p0", "p0", 0),
+		expect("lock p0", reply(granted)),
+		answered("p0", "granted"),
+		lock("p1", "p1", 0),
+	}
+	for i := 1; i <= HandoffRun; i++ {
+		cur, next := fmt.Sprintf("p%d", (i-1)%2), fmt.Sprintf("p%d", i%2)
+		steps = append(steps, unlock("u"+cur, cur), answered("u"+cur, "gone"), answered(next, "granted"))
+		if i == HandoffRun/2 {
+			steps = append(steps, expect("subscribers", subscriberCount(subscribers)))
+		}
+		forget := func(label string) step {
+			return func(h *harness) { delete(h.acq, label); delete(h.rel, label); delete(h.heard, label) }
+		}
+		steps = append(steps, forget("u"+cur), forget(cur), lock(cur, cur, 0))
+	}
+	last := fmt.Sprintf("p%d", HandoffRun%2)
+	if subscribers > 1 {
+		return append(steps, unlock("end", last), expect("unlock p0", reply(released)), answered("end", "gone"))
+	}
+	return append(steps, unlock("end", last), answered("end", "gone"), answered(fmt.Sprintf("p%d", (HandoffRun+1)%2), "granted"))
+}
+
+// TestRelay covers hand-offs made without Redis (relay.go): a watchdog
+// hold passes from one local owner to the next under the first owner's
+// hash field, is renewed and released under it, and is lost as it is;
+// holds that Redis has not confirmed lately, or with a fixed lease, go
+// through handoff.lua instead.
+func TestRelay(t *testing.T) {
+	run(t, KindLock, []scenario{
+		{name: "a watchdog hold passes to the next local waiter with no script, and is released under the first owner's field", steps: relayedToW(
+			noCall(time.Minute),
+			unlock("uw", "w"),
+			expect("unlock h", reply(released)),
+			answered("uw", "gone"),
+		)},
+		{name: "the relayed hold is renewed under the first owner's field", steps: relayedToW(
+			watchdogTick(),
+			expect("renew h", done(true)),
+			lostClosed("w", false),
+		)},
+		{name: "a renewal that finds the field gone closes the relayed holder's Lost", steps: relayedToW(
+			watchdogTick(),
+			expect("renew h", done(false)),
+			lostClosed("w", true),
+		)},
+		{name: "the first owner's Lock waits for the relayed hold and gets it back by relay", steps: relayedToW(
+			lock("h2", "h", 0),
+			noCall(HandoffRunTime-time.Microsecond), // never sent under the field another owner holds
+			unanswered("h2"),
+			unlock("uw", "w"),
+			answered("uw", "gone"),
+			answered("h2", "granted"),
+			unlock("uh2", "h"),
+			expect("unlock h", reply(released)),
+			answered("uh2", "gone"),
+		)},
+		{name: "the first owner's TryLock is refused without Redis while its field is relayed", steps: relayedToW(
+			tryLock("t", "h", 0),
+			answered("t", "refused"),
+		)},
+		{name: "a reentrant Lock of the relayed holder goes under the first owner's field", steps: relayedToW(
+			lock("w2", "w", 0),
+			expect("lock h", reply(granted)),
+			answered("w2", "granted"),
+			unlock("uw2", "w"),
+			expect("unlock h", reply(stillHeld)),
+			answered("uw2", "ok"),
+		)},
+		{name: "a hold Redis confirmed more than half a watchdog ago hands off through Redis", watchdog: 300 * ms, steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("w", "w", 0),
+			expect("renew h", keep("r")), // the watchdog's renewal, unanswered
+			noCall(150 * ms),
+			unlock("uh", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("uh", "gone"),
+			answered("w", "granted"),
+		}},
+		{name: "a fixed lease hands off through Redis", steps: []step{
+			lock("h", "h", long),
+			expect("lock h", reply(granted)),
+			lock("w", "w", 0),
+			unlock("uh", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("w", "granted"),
+		}},
+		{name: "with relays off, every hand-off goes through Redis", noRelay: true, steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			lock("w", "w", 0),
+			unlock("uh", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("w", "granted"),
+		}},
+		{name: "a run is HandoffRun relays: then, with others listening, the release goes to Redis", steps: relayRun(2)},
+		{name: "with nobody else listening, the run goes on", steps: relayRun(1)},
+		{name: "a run lasts HandoffRunTime: then the release goes to Redis while others may listen", steps: relayedToW(
+			lock("h2", "h", 0),
+			noCall(HandoffRunTime),
+			unlock("uw", "w"),
+			expect("unlock h", reply(released)),
+			answered("uw", "gone"),
+			expect("lock h", reply(granted)),
+			answered("h2", "granted"),
+		)},
+	})
+}

@@ -1,0 +1,70 @@
+package lockactor_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+// TestRelayPassesTheHoldWithoutAScript: with relays on (the default), a
+// watchdog hold passes from one handle of a Client to another waiting one
+// with no script; Redis keeps it under the first owner's field until the
+// last owner releases it, and each handle's HoldCount is its own. With
+// relays off the same hand-off is one script, and the field moves.
+func TestRelayPassesTheHoldWithoutAScript(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		relay   bool
+		scripts int64 // between the holder's Unlock and the waiter's grant
+	}{
+		{"relay", true, 0},
+		{"no relay", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			admin := srv.Client(t)
+			c := newClient(t, srv.Client(t), lockactor.WithRelay(tc.relay))
+			ctx := ctxFor(t, 10*time.Second)
+			holder, waiter := c.Lock("relay"), c.Lock("relay")
+			if err := holder.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			done := lockAsync(ctx, waiter)
+			within(t, 2*time.Second, "the waiter queued", func() bool { return lockactor.QueuedLock(c, "relay") >= 1 })
+			before := evalshaCalls(t, admin)
+			if err := holder.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := waitErr(t, done, 2*time.Second, "the waiter"); err != nil {
+				t.Fatal(err)
+			}
+			if n := evalshaCalls(t, admin) - before; n != tc.scripts {
+				t.Errorf("%d scripts for the hand-off, want %d", n, tc.scripts)
+			}
+			field := lockactor.OwnerOf(holder)
+			if !tc.relay {
+				field = lockactor.OwnerOf(waiter)
+			}
+			if got := admin.HGetAll(ctx, "relay").Val(); len(got) != 1 || got[field] != "1" {
+				t.Errorf("lock hash = %v, want only %s with one hold", got, field)
+			}
+			for _, h := range []struct {
+				l    *lockactor.Lock
+				want int
+			}{{holder, 0}, {waiter, 1}} {
+				if n, err := h.l.HoldCount(ctx); n != h.want || err != nil {
+					t.Errorf("HoldCount = %d, %v; want %d", n, err, h.want)
+				}
+			}
+			if err := waiter.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := admin.Exists(ctx, "relay").Val(); n != 0 {
+				t.Errorf("the lock is still in Redis after the last Unlock")
+			}
+		})
+	}
+}
