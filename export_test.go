@@ -8,6 +8,17 @@ import "github.com/lockactor/lockactor/actors"
 // OwnerOf is the hash field a handle writes: "<clientUUID>:<handleID>".
 func OwnerOf(l *Lock) string { return l.owner }
 
+// HoldField is the owner whose hash field Redis keeps the handle's current
+// hold under: OwnerOf, or the owner that relayed the hold to it.
+func HoldField(l *Lock) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.relayed != "" {
+		return l.relayed
+	}
+	return l.owner
+}
+
 // MutexHolder is the handle of m's current hold; nil when nothing is held.
 func MutexHolder(m *Mutex) *Lock {
 	m.mu.Lock()

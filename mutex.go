@@ -18,8 +18,8 @@ import (
 // Unlock releases the current hold whichever goroutine calls it, and
 // returns ErrNotHeld when nothing is held. Lost, Extend, WithLease and
 // WithWait behave as for the current hold of a *Lock. The waiters of one
-// Client get the lock straight from the holder's Unlock, in the same
-// script, as handles of a name do.
+// Client get the lock straight from the holder's Unlock, as handles of a
+// name do (see WithRelay).
 //
 // As with a sync.Mutex, a hold is the mutex's from its Lock to its Unlock:
 // a hold that ends by itself first (Lost closed: found gone, or its lease

@@ -54,7 +54,7 @@ func runTorture(t *testing.T, seed int64, d time.Duration) {
 		t.Skip("the torture suite needs real redis-server processes (SIGSTOP, restart, CLIENT KILL)")
 	}
 	dump := tortureDump("torture", seed)
-	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, A: a, B: b, OwnerOf: lockactor.OwnerOf, MutexHolder: lockactor.MutexHolder,
+	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, A: a, B: b, OwnerOf: lockactor.OwnerOf, HoldField: lockactor.HoldField, MutexHolder: lockactor.MutexHolder,
 		Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) }, DumpPath: dump,
 		// Latch records outlived by the suite's longest outages (blocked
 		// settlements of up to 7s).

@@ -104,7 +104,7 @@ func runTopology(t *testing.T, run topologyRun, deploy func(*testing.T) torture.
 	replay := fmt.Sprintf("%s=%d %s=%v go test -race -tags full -run '^%s$' -count=1 -v .", tortureSeedEnv, seed, tortureEnv, d, t.Name())
 	t.Logf("torture seed %d for %v; replay: %s", seed, d, replay)
 	topo := deploy(t)
-	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, Topology: topo, OwnerOf: lockactor.OwnerOf, MutexHolder: lockactor.MutexHolder,
+	res := torture.Run(t, torture.Config{Seed: seed, Duration: d, Topology: topo, OwnerOf: lockactor.OwnerOf, HoldField: lockactor.HoldField, MutexHolder: lockactor.MutexHolder,
 		Workers: run.workers, Logf: func(format string, args ...any) { t.Logf("torture: "+format, args...) },
 		DumpPath: tortureDump(t.Name(), seed),
 		// As TestTorture: latch records outlived by the longest outages.

@@ -31,6 +31,9 @@ import (
 // relays reports whether o's release may relay its hold to head.
 func (a *lockActor) relays(o *owed, head *messages.Acquire, now time.Time) bool {
 	h := o.h
+	if !relayChecked {
+		return !a.rt.cfg.NoRelay && h != nil && o.last
+	}
 	return !a.rt.cfg.NoRelay && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
 		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2
 }

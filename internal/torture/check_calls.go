@@ -154,8 +154,12 @@ func watchdogRanOutDuring(l *Log, h *Hold, c *Call) bool {
 	}
 	var last time.Time
 	var lease time.Duration
+	from := h.AcqStart // the grant's script ran in its call; a relay's, before
+	if h.Relayed != "" {
+		from = time.Time{}
+	}
 	for _, r := range l.Runs {
-		if r.Grants && r.Res == h.Res && r.Owner == h.Field() && !r.T.Before(h.AcqStart) && !r.T.After(h.Grant) && r.T.After(last) {
+		if r.Grants && r.Res == h.Res && r.Owner == h.Field() && !r.T.Before(from) && !r.T.After(h.Grant) && r.T.After(last) {
 			last, lease = r.T, r.Lease
 		}
 	}

@@ -34,6 +34,10 @@ func CheckStaleGrants(l *Log) []Violation {
 	var vs []Violation
 	for i := range l.Holds {
 		h := &l.Holds[i]
+		if h.Relayed != "" {
+			vs = append(vs, staleRelay(l, h, runs[h.Res+"|"+h.Field()])...)
+			continue
+		}
 		var last *LeaseRun // the script that granted the hold
 		for _, r := range runs[h.Res+"|"+h.Field()] {
 			if r.Grants && !r.T.Before(h.AcqStart) && !r.T.After(h.Grant) {
@@ -67,6 +71,30 @@ func CheckStaleGrants(l *Log) []Violation {
 		}
 	}
 	return vs
+}
+
+// staleRelay reports a relayed hold handed to its caller after the hold
+// it was relayed from had surely run out in Redis: after the lease of the
+// last script that set its field's lease (a grant or a renewal) before
+// the relay, counted from when the script had run at the latest.
+func staleRelay(l *Log, h *Hold, runs []*LeaseRun) []Violation {
+	var last *LeaseRun
+	for _, r := range runs {
+		if !r.T.After(h.Grant) && (last == nil || r.T.After(last.T)) {
+			last = r
+		}
+	}
+	if last == nil {
+		return []Violation{{Check: VStale, At: h.Grant, Msg: fmt.Sprintf(
+			"%s: %s hold (g%d, owner %s) relayed under %s at %s, a field no script had set",
+			h.Res, h.Prim, h.G, h.Owner, h.Field(), l.at(h.Grant))}}
+	}
+	if end := last.T.Add(last.Lease); h.Grant.Sub(end) > staleSlack {
+		return []Violation{{Check: VStale, At: h.Grant, Msg: fmt.Sprintf(
+			"%s: %s hold (g%d, owner %s) relayed under %s at %s, after its lease had run out in Redis: the %s script that set its %v lease had run by %s",
+			h.Res, h.Prim, h.G, h.Owner, h.Field(), l.at(h.Grant), last.Script, last.Lease, l.at(last.T))}}
+	}
+	return nil
 }
 
 // burstMargin: of two waiters of a fair burst, the one whose call began this

@@ -14,6 +14,7 @@ type Figures struct {
 	Ops         map[string]int // "<prim> <Op> -> <outcome>"
 	RedisErrors map[string]int // "<prim> <Op>": Redis errors (and ErrNoQuorum) by kind of call
 	Sections    map[string]int // critical sections (holds) by primitive
+	Relayed     map[string]int // holds relayed from a local owner without a script, by primitive
 	EndedBy     map[string]int // how holds ended (safe spans)
 	Renewals    int
 	// AtLeaseEnd counts the fixed-lease holds whose last Unlock was called
@@ -33,7 +34,7 @@ const leaseEdge = 10 * time.Millisecond
 // Summarize computes the figures of a log and its violations.
 func Summarize(l *Log, vs []Violation, hook [numEffects]int) Figures {
 	f := Figures{Duration: l.End.Sub(l.Start), Calls: len(l.Calls), Ops: map[string]int{}, RedisErrors: map[string]int{},
-		Sections: map[string]int{}, EndedBy: map[string]int{}, Renewals: len(l.Renewals), Faults: map[string]int{},
+		Sections: map[string]int{}, Relayed: map[string]int{}, EndedBy: map[string]int{}, Renewals: len(l.Renewals), Faults: map[string]int{},
 		HookEffects: map[string]int{}, Violations: countViolations(vs)}
 	for i := range l.Calls {
 		c := &l.Calls[i]
@@ -43,6 +44,9 @@ func Summarize(l *Log, vs []Violation, hook [numEffects]int) Figures {
 		}
 	}
 	for _, h := range l.Holds {
+		if h.Relayed != "" {
+			f.Relayed[h.Prim.String()]++
+		}
 		if !h.LeaseUntil.IsZero() && !h.End.IsZero() && h.End.Sub(h.LeaseUntil).Abs() <= leaseEdge {
 			f.AtLeaseEnd++
 		}
@@ -92,6 +96,7 @@ func (f Figures) String() string {
 	block("operations by kind and outcome", f.Ops)
 	block("redis errors by call", f.RedisErrors)
 	block("critical sections by primitive", f.Sections)
+	block("holds relayed without a script", f.Relayed)
 	block("critical sections ended by", f.EndedBy)
 	block("faults injected", f.Faults)
 	block("fault hook effects (commands)", f.HookEffects)

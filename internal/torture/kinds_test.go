@@ -126,6 +126,14 @@ func TestCheckStaleGrants(t *testing.T) {
 	run := func(script string, ms, lease int) LeaseRun {
 		return LeaseRun{T: at(ms), Script: script, Grants: script == "permit_acquire", Res: "A/p", Owner: "ab", Lease: time.Duration(lease) * time.Millisecond}
 	}
+	relayed := func(grant int) Hold {
+		h := hl(2, PrimLock, "A/l", "w", grant, grant+50)
+		h.Relayed = "h"
+		return h
+	}
+	lockRun := func(script string, ms, lease int) LeaseRun {
+		return LeaseRun{T: at(ms), Script: script, Grants: script == "lock", Res: "A/l", Owner: "h", Lease: time.Duration(lease) * time.Millisecond}
+	}
 	update := func(start, end int) Call {
 		return Call{ID: 9, Prim: PrimPermit, Op: OpUpdateLease, Res: []string{"A/p"}, Owners: []string{"ab"}, Lease: 200 * time.Millisecond,
 			Start: at(start), End: at(end), Out: OutOK, Client: "A1"}
@@ -145,6 +153,12 @@ func TestCheckStaleGrants(t *testing.T) {
 			[]LeaseRun{run("permit_acquire", 10, 200), run("permit_acquire", 380, 200)}, nil},
 		{"UpdateLease answered within the new lease", nil, []Call{update(0, 150)}, []LeaseRun{run("permit_update", 10, 200)}, nil},
 		{"UpdateLease answered after the new lease", nil, []Call{update(0, 400)}, []LeaseRun{run("permit_update", 10, 200)}, []string{VStale}},
+		// Relays: w's hold is relayed under h's field; h's grant ran by 10.
+		{"relayed within the lease h's grant set", []Hold{relayed(150)}, nil, []LeaseRun{lockRun("lock", 10, 200)}, nil},
+		{"relayed after that lease ran out", []Hold{relayed(400)}, nil, []LeaseRun{lockRun("lock", 10, 200)}, []string{VStale}},
+		{"relayed after a renewal of the field moved the lease", []Hold{relayed(400)}, nil,
+			[]LeaseRun{lockRun("lock", 10, 200), lockRun("renew", 300, 200)}, nil},
+		{"relayed under a field no script set", []Hold{relayed(150)}, nil, nil, []string{VStale}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -94,6 +94,11 @@ func TestRenewals(t *testing.T) {
 			Start: at(start), End: at(end), Out: OutCtx}
 	}
 	h := hl(1, PrimLock, "A/l", "x", 10, 3000) // Unlock returns at 3001
+	relayedTo := func(owner string, grant, end int) Hold {
+		r := hl(2, PrimLock, "A/l", owner, grant, end)
+		r.Relayed = "x"
+		return r
+	}
 	tests := []struct {
 		name     string
 		holds    []Hold
@@ -116,6 +121,10 @@ func TestRenewals(t *testing.T) {
 		{"an unnamed owner soon after it", nil, []Call{mutexCall("A1", 100, 2000)}, []Renewal{rn(2500, "m")}, nil},
 		{"an unnamed owner long after it", nil, []Call{mutexCall("A1", 100, 2000)}, []Renewal{rn(8000, "m")}, []string{VStray}},
 		{"an unnamed owner during another Client's Mutex call", nil, []Call{mutexCall("A2", 100, 2000)}, []Renewal{rn(1000, "m")}, []string{VStray}},
+		// x's hold was relayed to y at 3000: Redis keeps y's under x's field.
+		{"x's field while y holds it by relay", []Hold{h, relayedTo("y", 3000, 6000)}, nil, []Renewal{rn(4000, "x")}, nil},
+		{"x's field after the relayed hold's Unlock", []Hold{h, relayedTo("y", 3000, 6000)}, nil, []Renewal{rn(6500, "x")}, []string{VRenewal}},
+		{"y's own field while it holds x's by relay", []Hold{h, relayedTo("y", 3000, 6000)}, nil, []Renewal{rn(4000, "y")}, []string{VStray}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -190,7 +190,11 @@ type Hold struct {
 	Prim  Prim
 	Res   string
 	Owner string // the owner id; a write view's hash field is Owner+":write"
-	N     int    // permits (semaphores); 1 otherwise
+	// Relayed is the owner whose hash field Redis kept the hold under when
+	// another local owner relayed its hold to this one without a script
+	// (see lockactor.WithRelay); empty: Owner's own.
+	Relayed string
+	N       int // permits (semaphores); 1 otherwise
 	// AcqStart is when the granting call started: the acquire script ran
 	// between AcqStart and Grant.
 	AcqStart time.Time
@@ -233,12 +237,17 @@ type Hold struct {
 	LostInUnlock bool
 }
 
-// Field is the hash field the hold's owner writes, as renewals name it.
+// Field is the hash field Redis keeps the hold under, as renewals name
+// it: the owner's, or the one it was relayed from.
 func (h *Hold) Field() string {
-	if h.Prim == PrimWrite {
-		return h.Owner + ":write"
+	owner := h.Owner
+	if h.Relayed != "" {
+		owner = h.Relayed
 	}
-	return h.Owner
+	if h.Prim == PrimWrite {
+		return owner + ":write"
+	}
+	return owner
 }
 
 // Renewal is one watchdog renewal command seen on the wire (or refused by

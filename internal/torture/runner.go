@@ -29,6 +29,10 @@ type Config struct {
 	// OwnerOf gives a handle's hash field (lockactor's export_test.go
 	// OwnerOf: only the package's own tests can see it, so they pass it in).
 	OwnerOf func(*lockactor.Lock) string
+	// HoldField gives the owner whose hash field Redis keeps a handle's
+	// current hold under (lockactor's export_test.go HoldField): the
+	// handle's own, or that of the owner that relayed the hold to it.
+	HoldField func(*lockactor.Lock) string
 	// MutexHolder gives the handle of a Mutex's current hold (lockactor's
 	// export_test.go MutexHolder), whose hash field and Lost the checks
 	// follow; nil: the workload takes no Mutex.

@@ -113,6 +113,11 @@ func (w *worker) grant(l *lockactor.Lock, h Hold, ci int) *openHold {
 		h.Token = l.Token()
 		w.rec.setToken(ci, h.Token)
 	}
+	if w.r.cfg.HoldField != nil {
+		if f := w.r.cfg.HoldField(l); f != h.Owner {
+			h.Relayed = f
+		}
+	}
 	oh := w.rec.open(h, ci, l.Lost())
 	w.probe(oh, h)
 	w.r.topo.probeReplica(oh, h)
