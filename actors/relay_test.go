@@ -71,6 +71,34 @@ func TestRelay(t *testing.T) {
 			expect("renew h", done(false)),
 			lostClosed("w", true),
 		)},
+		{name: "a renewal sent before the relay that finds the field gone closes the relayed holder's Lost", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			lock("w", "w", 0),
+			watchdogTick(),
+			expect("renew h", keep("r")),
+			unlock("uh", "h"),
+			answered("w", "granted"),
+			lostClosed("w", false),
+			later("r", done(false)),
+			lostClosed("w", true),
+		}},
+		{name: "a renewal sent before the relay that finds the field moves the relayed hold's deadline", watchdog: 300 * ms, steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			lock("w", "w", 0),
+			callAfter(100*ms, "renew h", keep("r")), // the first period
+			unlock("uh", "h"),
+			answered("w", "granted"),
+			later("r", done(true)),
+			// w's own renewal: at once, as its hold was confirmed a third
+			// of the watchdog ago; unanswered.
+			callAfter(ms, "renew h", keep("r2")),
+			noCall(299*ms - time.Microsecond), // 400 ms after the grant, 300 after the renewal
+			lostClosed("w", false),
+			noCall(time.Microsecond),
+			lostClosed("w", true), // the renewal's lease, counted from its send, ran out
+		}},
 		{name: "the first owner's Lock waits for the relayed hold and gets it back by relay", steps: relayedToW(
 			lock("h2", "h", 0),
 			noCall(HandoffRunTime-time.Microsecond), // never sent under the field another owner holds

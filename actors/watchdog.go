@@ -69,9 +69,14 @@ type renewed struct {
 // whether the hold was lost.
 func (hb *holdBook) renewed(m *renewed) (lost bool) {
 	b := hb.b
+	m.h.renewing = false
+	if hb.holds[m.k] != m.h {
+		// Relayed meanwhile (relay.go): the reply speaks for the hold that
+		// carries on its hash field.
+		m.k, m.h = hb.successor(m.k, m.h)
+	}
 	h := m.h
-	h.renewing = false
-	if hb.holds[m.k] != h || h.lease > 0 {
+	if h == nil || h.lease > 0 {
 		return false // released, lost or given a fixed lease meanwhile
 	}
 	obs := b.rt.cfg.Observer
@@ -79,8 +84,10 @@ func (hb *holdBook) renewed(m *renewed) (lost bool) {
 	switch {
 	case m.err == nil && m.ok && !h.isLost():
 		obs.Renewed(b.key, RenewOK)
-		h.confirm(m.sent, hb.watchdog)
-		h.until = hb.b.now.Add(hb.watchdog)
+		if !m.sent.Before(h.confirmed) { // a successor may have a later one
+			h.confirm(m.sent, hb.watchdog)
+			h.until = hb.b.now.Add(hb.watchdog)
+		}
 	case m.err == nil || hb.b.now.Sub(h.confirmed) >= hb.watchdog:
 		obs.Renewed(b.key, renewOutcome(m.err))
 		b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", m.k.owner, "err", m.err)
@@ -92,6 +99,23 @@ func (hb *holdBook) renewed(m *renewed) (lost bool) {
 		hb.soon(min(hb.watchdog/10, hb.watchdog-hb.b.now.Sub(h.confirmed)))
 	}
 	return false
+}
+
+// successor is the hold that carries on h's hash field in Redis after h
+// was relayed, and its key; nil if none is recorded. A field stays held
+// in Redis from one relay to the next, so what a renewal of h found holds
+// for it.
+func (hb *holdBook) successor(k holdKey, h *hold) (holdKey, *hold) {
+	field := h.field
+	if field == "" {
+		field = k.owner
+	}
+	for k2, h2 := range hb.holds {
+		if h2 != h && k2.mode == k.mode && h2.field == field {
+			return k2, h2
+		}
+	}
+	return k, nil
 }
 
 // renewOutcome classifies a renewal that lost its hold: the hold was gone,
