@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +113,92 @@ func TestQuickFrozen(t *testing.T) {
 	if m["base_acq_s"] <= 0 || m["frozen_acq_s"] <= 0 || m["lost_healthy"] != 0 || m["errors_healthy"] != 0 ||
 		m["violations"] != 0 || m["stuck"] != 0 || m["errors_m0"] == 0 {
 		t.Errorf("metrics: %v", m)
+	}
+}
+
+// TestDeploymentFlags checks --latency and --pin parsing: off by default,
+// a negative latency refused.
+func TestDeploymentFlags(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		latency time.Duration
+		pin     bool
+		err     bool
+	}{
+		{args: nil},
+		{args: []string{"--latency", "200us", "--pin"}, latency: 200 * time.Microsecond, pin: true},
+		{args: []string{"--pin=false", "--latency=1ms"}, latency: time.Millisecond},
+		{args: []string{"--latency", "-1s"}, err: true},
+		{args: []string{"--latency", "soon"}, err: true},
+	} {
+		s, err := parseFlags(c.args, io.Discard)
+		if (err != nil) != c.err {
+			t.Errorf("%q: error %v, want error %v", c.args, err, c.err)
+			continue
+		}
+		if !c.err && (s.Latency != c.latency || s.Pin != c.pin) {
+			t.Errorf("%q: latency %v pin %v, want %v %v", c.args, s.Latency, s.Pin, c.latency, c.pin)
+		}
+	}
+}
+
+// TestSplitCPUs checks --pin's placement: the first allowed CPU for
+// redis-server, the rest for the clients, an error with only one.
+func TestSplitCPUs(t *testing.T) {
+	if _, _, err := splitCPUs([]int{0}); err == nil || !strings.Contains(err.Error(), "at least 2 CPUs") {
+		t.Errorf("one CPU: %v", err)
+	}
+	server, clients, err := splitCPUs([]int{2, 3, 5, 6, 7})
+	if err != nil || !slices.Equal(server, []int{2}) || !slices.Equal(clients, []int{3, 5, 6, 7}) {
+		t.Errorf("got %v %v %v", server, clients, err)
+	}
+	if got := cpuList(clients); got != "3,5-7" {
+		t.Errorf("cpuList = %q", got)
+	}
+	cmd := redisExe{path: "/bin/redis", taskset: "/bin/taskset", cpus: cpuList(server)}.command([]string{"--port", "1"})
+	if want := []string{"/bin/taskset", "-c", "2", "/bin/redis", "--port", "1"}; !slices.Equal(cmd.Args, want) {
+		t.Errorf("command %q, want %q", cmd.Args, want)
+	}
+}
+
+// TestDeploymentString checks the configuration line of the report header.
+func TestDeploymentString(t *testing.T) {
+	if got := (deployment{GOMAXPROCS: 2}).String(); got != "loopback" {
+		t.Errorf("default: %q", got)
+	}
+	got := deployment{Latency: 200 * time.Microsecond, ServerCPUs: []int{0}, ClientCPUs: []int{1}, GOMAXPROCS: 1}.String()
+	for _, want := range []string{"redis-server on CPU 0, clients on CPU 1 (GOMAXPROCS 1)", "+200µs one-way latency on every client connection"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}
+
+// TestLatencyRoundTrip checks that --latency delays a benchmarked client's
+// round trip by twice the one-way delay, a sub-millisecond one too (not
+// the whole milliseconds of an idle process's timers), and leaves no
+// goroutine behind.
+func TestLatencyRoundTrip(t *testing.T) {
+	needRedis(t)
+	defer goleak.VerifyNone(t)
+	if clientDialer(0) != nil {
+		t.Error("latency 0 must keep go-redis's own dialer")
+	}
+	srv, err := startServer(redisExe{path: redisBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	for _, c := range []struct{ latency, most time.Duration }{
+		{5 * time.Millisecond, time.Second},
+		{300 * time.Microsecond, 1800 * time.Microsecond}, // 1.1 ms timers would make >= 2.2 ms
+	} {
+		rt, err := pingRT(srv.addr, c.latency)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rt < 2*c.latency || rt > c.most {
+			t.Errorf("latency %v: median round trip %v, want %v to %v", c.latency, rt, 2*c.latency, c.most)
+		}
 	}
 }

@@ -42,7 +42,7 @@ type cluster struct {
 // each an equal range of slots (CLUSTER ADDSLOTSRANGE), joins them (CLUSTER
 // MEET) and waits until every node reports cluster_state:ok and sees every
 // master. On an error every node started so far is stopped.
-func startCluster(bin string, masters int) (_ *cluster, err error) {
+func startCluster(bin redisExe, masters int) (_ *cluster, err error) {
 	dir, err := os.MkdirTemp("", "lockactor-bench-cluster-")
 	if err != nil {
 		return nil, fmt.Errorf("cluster dir: %w", err)
@@ -86,7 +86,7 @@ func startCluster(bin string, masters int) (_ *cluster, err error) {
 // is free as well, its own cluster config file per attempt (a failed start
 // may have written one). Persistence is off (tryStartOn's --save ""
 // --appendonly no).
-func startClusterNode(bin, dir string, i int) (*server, error) {
+func startClusterNode(bin redisExe, dir string, i int) (*server, error) {
 	var lastErr error
 	for attempt := range clusterNodeAttempts {
 		port, err := clusterFreePort()
@@ -104,7 +104,7 @@ func startClusterNode(bin, dir string, i int) (*server, error) {
 		}
 		lastErr = err
 	}
-	return nil, fmt.Errorf("start %s: %w", bin, lastErr)
+	return nil, fmt.Errorf("start %s: %w", bin.path, lastErr)
 }
 
 // clusterFreePort is a free loopback port whose bus port (+10000) is free

@@ -41,7 +41,8 @@ type frozenSpec struct {
 	OpTimeout  time.Duration // deadline of every worker Lock and Unlock
 	Baseline   time.Duration `json:"-"` // --duration
 	PoolSize   int           `json:"-"` // --pool-size
-	Bin        string        `json:"-"` // --redis-server
+	Latency    time.Duration `json:"-"` // --latency
+	Bin        redisExe      `json:"-"` // --redis-server (and --pin)
 }
 
 // titleFrozen is the frozen scenario's table title.
@@ -52,8 +53,8 @@ func titleFrozen(sp frozenSpec) string {
 
 // frozenConfigs is the frozen scenario's one table, lockactor only (the
 // other libraries have no Cluster support here); none if lockactor is not
-// among libs.
-func frozenConfigs(s settings, libs []libSpec) []config {
+// among libs. Its nodes are started the way srv was.
+func frozenConfigs(srv *server, s settings, libs []libSpec) []config {
 	var fl []libSpec
 	for _, l := range libs {
 		if l.Name == "lockactor" {
@@ -64,7 +65,7 @@ func frozenConfigs(s settings, libs []libSpec) []config {
 		return nil
 	}
 	sp := s.Frozen
-	sp.Baseline, sp.PoolSize, sp.Bin = s.Duration, s.PoolSize, s.RedisServer
+	sp.Baseline, sp.PoolSize, sp.Latency, sp.Bin = s.Duration, s.PoolSize, s.Latency, srv.bin
 	return []config{{Scenario: "frozen", Title: titleFrozen(sp), Libs: fl,
 		run: func(libSpec) (map[string]float64, string, error) { return runFrozen(sp) }}}
 }
@@ -125,7 +126,7 @@ func runFrozen(sp frozenSpec) (map[string]float64, string, error) {
 	defer cl.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.addrs(), PoolSize: sp.PoolSize})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.addrs(), PoolSize: sp.PoolSize, Dialer: clientDialer(sp.Latency)})
 	defer rdb.Close()
 	if err := rdb.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }); err != nil {
 		return nil, "", fmt.Errorf("cluster client: %w", err)

@@ -59,6 +59,7 @@ func allLibs(t tuning) []libSpec {
 		{"lockactor-nosync", func(rdb *redis.Client) (lib, error) {
 			return openLockactor(rdb, lockactor.WithReplicaSync(0, time.Second))
 		}},
+		{"lockactor-norelay", func(rdb *redis.Client) (lib, error) { return openLockactor(rdb, lockactor.WithRelay(false)) }},
 		{"redsync-default", func(rdb *redis.Client) (lib, error) { return openRedsync(rdb), nil }},
 		{"redsync-tuned", func(rdb *redis.Client) (lib, error) {
 			return openRedsync(rdb, redsync.WithTries(t.RedsyncTries), redsync.WithRetryDelay(t.RedsyncDelay)), nil
@@ -71,11 +72,11 @@ func allLibs(t tuning) []libSpec {
 // always kept, as every ratio is against it.
 func pickLibs(all []libSpec, csv string) ([]libSpec, error) {
 	if csv == "" || csv == "all" {
-		// lockactor-nosync differs from lockactor only with --replicas:
-		// it runs when named.
+		// lockactor-nosync differs from lockactor only with --replicas,
+		// and lockactor-norelay only on one hot key: they run when named.
 		var out []libSpec
 		for _, s := range all {
-			if s.Name != "lockactor-nosync" {
+			if s.Name != "lockactor-nosync" && s.Name != "lockactor-norelay" {
 				out = append(out, s)
 			}
 		}

@@ -28,6 +28,7 @@ type loadSpec struct {
 	CS         time.Duration `json:"cs"`
 	Duration   time.Duration `json:"duration"`
 	PoolSize   int           `json:"pool_size"`
+	Latency    time.Duration `json:"latency"` // --latency, each direction
 	Tuning     tuning        `json:"tuning"`
 	Shared     string        `json:"shared,omitempty"` // mapped inside counters (multiproc)
 	Proc       int           `json:"proc"`             // child index, seeds its draws
@@ -208,7 +209,7 @@ func (w *worker) run(ctx context.Context) {
 // runInProcess opens spec's library on a fresh counted client, runs the load
 // in this process and adds the server-side command count.
 func runInProcess(srv *server, spec loadSpec, ls libSpec) (loadResult, error) {
-	rdb, hook := openClient(srv.addr, spec.PoolSize)
+	rdb, hook := openClient(srv.addr, spec.PoolSize, spec.Latency)
 	defer rdb.Close()
 	l, err := ls.Open(rdb)
 	if err != nil {

@@ -49,6 +49,8 @@ type settings struct {
 	CPUProfile  string
 	Replicas    int
 	Frozen      frozenSpec
+	Latency     time.Duration // one-way, each direction, on every benchmarked connection
+	Pin         bool          // redis-server on the first CPU, this process and its children on the others
 }
 
 // defaultScenarios run when -scenarios is not given.
@@ -76,13 +78,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	redis.SetLogger(quietLogger{})
-	srv, err := startServer(s.RedisServer)
+	bin, dep, err := setUp(s)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	srv, err := startServer(bin)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
 	defer srv.stop()
-	replicas, err := startReplicas(s.RedisServer, srv, s.Replicas)
+	if dep.PingRT, err = pingRT(srv.addr, s.Latency); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	replicas, err := startReplicas(bin, srv, s.Replicas)
 	for _, r := range replicas {
 		defer r.stop()
 	}
@@ -104,6 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	rep.Command = "go run . " + strings.Join(args, " ")
+	rep.Deployment = dep
 	if s.JSON {
 		err = rep.writeJSON(stdout)
 	} else {
@@ -137,7 +149,8 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 		fmt.Fprint(stderr, `bench: lockactor vs redsync vs bsm/redislock vs a raw floor, on a redis-server
 it starts itself (127.0.0.1, free port, no persistence) and stops at the end.
 
-Libraries: raw, lockactor, lockactor-nosync (replica sync off), redsync-default,
+Libraries: raw, lockactor, lockactor-nosync (replica sync off), lockactor-norelay
+(every local hand-off a script; see lockactor.WithRelay), redsync-default,
 redsync-tuned, redislock; they
 alternate within each round and the report shows medians over rounds, with
 ratios against raw. Markdown on stdout (or JSON with --json), progress on stderr.
@@ -149,6 +162,13 @@ workers lock names of every master, a few watchdog-renewed holds are kept
 on each, and after a -duration baseline master 0 is stopped (SIGSTOP) for
 -freeze; reported: the other masters' acq/s before and during the freeze
 and their ratio, master 0's acq/s, Lost holds per master, errors.
+
+Deployment: by default every client talks to Redis over loopback and
+shares the CPUs with it. --latency D puts D of one-way delay on each
+direction of every benchmarked client connection (a same-zone network:
+--latency 200us), --pin gives redis-server (replicas and cluster nodes
+too) the first CPU and this process and its children the others, as if
+Redis had its own host; both are stated in the report's header.
 
 Usage: go run . [flags]
 
@@ -189,6 +209,8 @@ Usage: go run . [flags]
 	fs.DurationVar(&s.Frozen.Freeze, "freeze", 2*time.Second, "frozen: how long master 0 is stopped, after a --duration baseline (keep it under the 5s cluster node timeout)")
 	fs.DurationVar(&s.Frozen.Watchdog, "frozen-watchdog", 1500*time.Millisecond, "frozen: lockactor WithWatchdogTimeout")
 	fs.DurationVar(&s.Frozen.OpTimeout, "frozen-op-timeout", time.Second, "frozen: deadline of each worker Lock and Unlock")
+	fs.DurationVar(&s.Latency, "latency", 0, "one-way delay added to each direction of every benchmarked client connection, in this process and multiproc's (0: off; a same-zone network: 200us)")
+	fs.BoolVar(&s.Pin, "pin", false, "run every redis-server on the first CPU and this process and its children on the others (taskset; needs 2 CPUs); GOMAXPROCS becomes their number, and with it go-redis's default pool (10 per GOMAXPROCS) shrinks: set --pool-size to compare with an unpinned run")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole measurement (this process only) to this file")
 	if err := fs.Parse(args); err != nil {
 		return s, err
@@ -214,6 +236,9 @@ Usage: go run . [flags]
 	}
 	if s.Rounds < 1 || s.Duration <= 0 {
 		return s, fmt.Errorf("need --rounds >= 1 and --duration > 0")
+	}
+	if s.Latency < 0 {
+		return s, fmt.Errorf("need --latency >= 0, have %v", s.Latency)
 	}
 	f := s.Frozen
 	if f.Names < 1 || f.Goroutines < 1 || f.Holds < 0 || f.Freeze <= 0 || f.Freeze >= clusterNodeTimeout || f.Watchdog <= 0 || f.OpTimeout <= 0 {

@@ -163,7 +163,7 @@ func runChild(specJSON string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rdb, hook := openClient(spec.Addr, spec.PoolSize)
+	rdb, hook := openClient(spec.Addr, spec.PoolSize, spec.Latency)
 	defer rdb.Close()
 	l, err := ls.Open(rdb)
 	if err != nil {

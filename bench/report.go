@@ -13,17 +13,18 @@ import (
 
 // report is everything one run measured.
 type report struct {
-	Command  string                                   `json:"command"`
-	Started  time.Time                                `json:"started"`
-	Elapsed  float64                                  `json:"elapsed_s"`
-	Go       string                                   `json:"go"`
-	Redis    string                                   `json:"redis"`
-	CPUs     int                                      `json:"cpus"`
-	Settings settings                                 `json:"settings"`
-	Configs  []configInfo                             `json:"configs"`
-	Samples  []sample                                 `json:"samples"`
-	Medians  map[string]map[string]map[string]float64 `json:"medians"` // config -> lib -> metric
-	Targets  []target                                 `json:"targets"`
+	Command    string                                   `json:"command"`
+	Started    time.Time                                `json:"started"`
+	Elapsed    float64                                  `json:"elapsed_s"`
+	Go         string                                   `json:"go"`
+	Redis      string                                   `json:"redis"`
+	CPUs       int                                      `json:"cpus"`
+	Deployment deployment                               `json:"deployment"` // --latency and --pin as applied
+	Settings   settings                                 `json:"settings"`
+	Configs    []configInfo                             `json:"configs"`
+	Samples    []sample                                 `json:"samples"`
+	Medians    map[string]map[string]map[string]float64 `json:"medians"` // config -> lib -> metric
+	Targets    []target                                 `json:"targets"`
 }
 
 // configInfo names a table and its libraries.
@@ -168,8 +169,9 @@ func (r *report) rounds(title, lib, key string, f func(float64) string) string {
 // writeMarkdown prints one table per config, then the targets.
 func (r *report) writeMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "Command: `%s`  \n", r.Command)
-	fmt.Fprintf(w, "Started %s, took %.0f s; %s, %d CPUs, Redis %s on loopback; medians of %d round(s); RT = go-redis round trips (hook), cmds = server commands (INFO commandstats).\n\n",
+	fmt.Fprintf(w, "Started %s, took %.0f s; %s, %d CPUs, Redis %s; medians of %d round(s); RT = go-redis round trips (hook), cmds = server commands (INFO commandstats).  \n",
 		r.Started.Format(time.RFC3339), r.Elapsed, r.Go, r.CPUs, r.Redis, r.Settings.Rounds)
+	fmt.Fprintf(w, "configuration: %s.\n\n", r.Deployment)
 	for _, c := range r.Configs {
 		kind := kindOf(c)
 		cols, pk := columns[kind], primary[kind]

@@ -27,6 +27,7 @@ type scaleSpec struct {
 	Periods  int           // renewal periods counted
 	Quiet    time.Duration // no Redis traffic for this long: the waiters are parked
 	PoolSize int
+	Latency  time.Duration `json:"-"` // --latency
 	Prefix   string
 
 	HeapProfile string // written after the names test's settle period (lockactor)
@@ -63,7 +64,7 @@ func quiesce(hook *tripcount.Hook, quiet, limit time.Duration) {
 
 // openScaleLib opens lockactor (with opts) or raw on a fresh counted client.
 func openScaleLib(srv *server, sp scaleSpec, name string, opts ...lockactor.Option) (lib, *redis.Client, *tripcount.Hook, error) {
-	rdb, hook := openClient(srv.addr, sp.PoolSize)
+	rdb, hook := openClient(srv.addr, sp.PoolSize, sp.Latency)
 	// Fill the connection pool first, so that its buffers are in every
 	// "before" reading rather than counted against the library.
 	parallel(sp.Workers, func() { _ = rdb.Ping(context.Background()).Err() })

@@ -64,7 +64,7 @@ func buildConfigs(srv *server, s settings) ([]config, error) {
 	}
 	seq := 0
 	load := func(scn, title string, g, keys int, cs time.Duration, procs int) config {
-		base := loadSpec{Scenario: scn, Addr: srv.addr, NKeys: keys, Goroutines: g, CS: cs, Duration: s.Duration, PoolSize: s.PoolSize, Tuning: s.Tuning}
+		base := loadSpec{Scenario: scn, Addr: srv.addr, NKeys: keys, Goroutines: g, CS: cs, Duration: s.Duration, PoolSize: s.PoolSize, Latency: s.Latency, Tuning: s.Tuning}
 		return config{Scenario: scn, Title: title, Libs: libs, run: func(ls libSpec) (map[string]float64, string, error) {
 			seq++
 			spec := base
@@ -99,7 +99,7 @@ func buildConfigs(srv *server, s settings) ([]config, error) {
 		case "scale":
 			out = append(out, scaleConfigs(srv, s, libs, &seq)...)
 		case "frozen":
-			out = append(out, frozenConfigs(s, libs)...)
+			out = append(out, frozenConfigs(srv, s, libs)...)
 		default:
 			return nil, fmt.Errorf("unknown scenario %q (have %s)", scn, allScenarios)
 		}
@@ -118,7 +118,7 @@ func scaleConfigs(srv *server, s settings, libs []libSpec, seq *int) []config {
 		return config{Scenario: "scale", Title: title, Libs: sl, run: func(ls libSpec) (map[string]float64, string, error) {
 			*seq++
 			sp := s.Scale
-			sp.PoolSize, sp.Prefix = s.PoolSize, fmt.Sprintf("bench:%d:", *seq)
+			sp.PoolSize, sp.Latency, sp.Prefix = s.PoolSize, s.Latency, fmt.Sprintf("bench:%d:", *seq)
 			m, err := f(srv, sp, ls.Name)
 			return m, "", err
 		}}
@@ -145,7 +145,7 @@ func measure(srv *server, s settings, progress io.Writer) (*report, error) {
 	// handicapped.
 	for _, ls := range allLibs(s.Tuning) {
 		spec := loadSpec{Lib: ls.Name, Addr: srv.addr, Prefix: "bench:warmup:", NKeys: 1, Goroutines: 4,
-			Duration: 200 * time.Millisecond, PoolSize: s.PoolSize, Tuning: s.Tuning}
+			Duration: 200 * time.Millisecond, PoolSize: s.PoolSize, Latency: s.Latency, Tuning: s.Tuning}
 		if _, err := runInProcess(srv, spec, ls); err != nil {
 			return nil, fmt.Errorf("warm-up %s: %w", ls.Name, err)
 		}

@@ -24,6 +24,7 @@ const redisBin = "/usr/bin/redis-server"
 // port, with persistence off. Only the process we started is ever signalled.
 type server struct {
 	cmd   *exec.Cmd
+	bin   redisExe // how it was started (the frozen scenario's nodes alike)
 	addr  string
 	admin *redis.Client // uncounted client for INFO and FLUSHALL
 	done  chan struct{} // closed once cmd.Wait returned
@@ -33,7 +34,7 @@ type server struct {
 // startServer launches bin on a free 127.0.0.1 port and waits until it
 // answers PING with its own pid (so a port taken by someone else in between
 // is detected). It tries a few ports before giving up.
-func startServer(bin string, extra ...string) (*server, error) {
+func startServer(bin redisExe, extra ...string) (*server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		s, err := tryStart(bin, extra)
@@ -42,11 +43,11 @@ func startServer(bin string, extra ...string) (*server, error) {
 		}
 		lastErr = err
 	}
-	return nil, fmt.Errorf("start %s: %w", bin, lastErr)
+	return nil, fmt.Errorf("start %s: %w", bin.path, lastErr)
 }
 
 // tryStart makes one attempt of startServer on a port freePort picked.
-func tryStart(bin string, extra []string) (*server, error) {
+func tryStart(bin redisExe, extra []string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -56,7 +57,7 @@ func tryStart(bin string, extra []string) (*server, error) {
 
 // tryStartOn launches bin on 127.0.0.1:port with extra arguments after the
 // tool's own and waits until it answers with its own pid.
-func tryStartOn(bin string, port int, extra []string) (*server, error) {
+func tryStartOn(bin redisExe, port int, extra []string) (*server, error) {
 	// A directory of its own: a replica writes the snapshot it receives
 	// there, whatever --save says, and nothing may land in the tree.
 	dir, err := os.MkdirTemp("", "lockactor-bench-redis-")
@@ -65,13 +66,13 @@ func tryStartOn(bin string, port int, extra []string) (*server, error) {
 	}
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--maxclients", "10000"}, extra...)
-	cmd := exec.Command(bin, args...)
+	cmd := bin.command(args)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &server{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{}), dir: dir}
+	s := &server{cmd: cmd, bin: bin, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), done: make(chan struct{}), dir: dir}
 	go func() { _ = cmd.Wait(); close(s.done) }()
 	s.admin = redis.NewClient(&redis.Options{Addr: s.addr, PoolSize: 2})
 	if err := s.waitReady(5 * time.Second); err != nil {
@@ -83,7 +84,7 @@ func tryStartOn(bin string, port int, extra []string) (*server, error) {
 
 // startReplicas starts n replicas of primary and waits until primary counts
 // them all as connected (lockactor's replica sync then WAITs for them).
-func startReplicas(bin string, primary *server, n int) ([]*server, error) {
+func startReplicas(bin redisExe, primary *server, n int) ([]*server, error) {
 	host, port, _ := net.SplitHostPort(primary.addr)
 	var out []*server
 	for range n {
@@ -219,14 +220,15 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // clientOptions are the go-redis options every library gets: the same pool,
-// timeouts and protocol for all, so only the locking strategy differs.
-func clientOptions(addr string, poolSize int) *redis.Options {
-	return &redis.Options{Addr: addr, PoolSize: poolSize}
+// timeouts and protocol for all, so only the locking strategy differs;
+// latency > 0 delays both directions of every connection (--latency).
+func clientOptions(addr string, poolSize int, latency time.Duration) *redis.Options {
+	return &redis.Options{Addr: addr, PoolSize: poolSize, Dialer: clientDialer(latency)}
 }
 
 // openClient returns a go-redis client with a round-trip counting hook.
-func openClient(addr string, poolSize int) (*redis.Client, *tripcount.Hook) {
-	rdb := redis.NewClient(clientOptions(addr, poolSize))
+func openClient(addr string, poolSize int, latency time.Duration) (*redis.Client, *tripcount.Hook) {
+	rdb := redis.NewClient(clientOptions(addr, poolSize, latency))
 	h := &tripcount.Hook{}
 	rdb.AddHook(h)
 	return rdb, h
