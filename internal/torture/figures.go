@@ -15,6 +15,7 @@ type Figures struct {
 	RedisErrors map[string]int // "<prim> <Op>": Redis errors (and ErrNoQuorum) by kind of call
 	Sections    map[string]int // critical sections (holds) by primitive
 	Relayed     map[string]int // holds relayed from a local owner without a script, by primitive
+	RelayedEnd  map[string]int // how relayed holds ended (safe spans)
 	EndedBy     map[string]int // how holds ended (safe spans)
 	Renewals    int
 	// AtLeaseEnd counts the fixed-lease holds whose last Unlock was called
@@ -34,7 +35,7 @@ const leaseEdge = 10 * time.Millisecond
 // Summarize computes the figures of a log and its violations.
 func Summarize(l *Log, vs []Violation, hook [numEffects]int) Figures {
 	f := Figures{Duration: l.End.Sub(l.Start), Calls: len(l.Calls), Ops: map[string]int{}, RedisErrors: map[string]int{},
-		Sections: map[string]int{}, Relayed: map[string]int{}, EndedBy: map[string]int{}, Renewals: len(l.Renewals), Faults: map[string]int{},
+		Sections: map[string]int{}, Relayed: map[string]int{}, RelayedEnd: map[string]int{}, EndedBy: map[string]int{}, Renewals: len(l.Renewals), Faults: map[string]int{},
 		HookEffects: map[string]int{}, Violations: countViolations(vs)}
 	for i := range l.Calls {
 		c := &l.Calls[i]
@@ -54,6 +55,9 @@ func Summarize(l *Log, vs []Violation, hook [numEffects]int) Figures {
 	for _, s := range SafeSpans(l) {
 		f.Sections[s.H.Prim.String()]++
 		f.EndedBy[s.By.String()]++
+		if s.H.Relayed != "" {
+			f.RelayedEnd[s.By.String()]++
+		}
 	}
 	for _, x := range l.Faults {
 		f.Faults[x.Kind.String()]++
@@ -97,6 +101,7 @@ func (f Figures) String() string {
 	block("redis errors by call", f.RedisErrors)
 	block("critical sections by primitive", f.Sections)
 	block("holds relayed without a script", f.Relayed)
+	block("relayed holds ended by", f.RelayedEnd)
 	block("critical sections ended by", f.EndedBy)
 	block("faults injected", f.Faults)
 	block("fault hook effects (commands)", f.HookEffects)
