@@ -74,14 +74,17 @@ type leaseScript struct {
 	lease, owner int
 	rawID        bool
 	grants       bool
+	always       bool // recorded whatever its reply (see leaseScripts)
 }
 
 // leaseScripts are the scripts that set a lease on one owner's hold. A
 // FaultLate window delays the replies of those that set a short one past
 // that lease (a hand-off's grant, an Extend's or a renewal's new lease, a
 // permit's grant or new lease), and the hook records when each of them had
-// run (see LeaseRun): every run of a granting script, and the runs of the
-// others whose replies it held back or lost.
+// run (see LeaseRun): every run of a granting script and of a watchdog
+// renewal (a relayed hold's lease is its field's last grant or renewal:
+// see CheckStaleGrants), and the runs of the others whose replies it held
+// back or lost.
 var leaseScripts = map[string]leaseScript{
 	scripts.Latched.Handoff.Hash():       {name: "handoff", lease: 4, owner: 3, grants: true},
 	scripts.Latched.Lock.Hash():          {name: "lock", lease: 1, owner: 2, grants: true},
@@ -90,7 +93,7 @@ var leaseScripts = map[string]leaseScript{
 	scripts.Latched.ReadLock.Hash():      {name: "read_lock", lease: 1, owner: 2, grants: true},
 	scripts.Latched.WriteLock.Hash():     {name: "write_lock", lease: 1, owner: 2, grants: true},
 	scripts.Latched.PermitAcquire.Hash(): {name: "permit_acquire", lease: 2, owner: 1, rawID: true, grants: true},
-	scripts.Renew.Hash():                 {name: "renew", lease: 1, owner: 2},
+	scripts.Renew.Hash():                 {name: "renew", lease: 1, owner: 2, always: true},
 	scripts.PermitUpdate.Hash():          {name: "permit_update", lease: 2, owner: 1, rawID: true},
 }
 
@@ -266,7 +269,7 @@ func (f *Faults) ran(server string, cmds []redis.Cmder, held bool) {
 		args := cmd.Args()
 		sha, _ := scriptSHA(args)
 		ls, ok := leaseScripts[sha]
-		if !ok || len(args) < 4 || !(ls.grants || held) {
+		if !ok || len(args) < 4 || !(ls.grants || ls.always || held) {
 			continue
 		}
 		lease, ok1 := scriptArg(args, ls.lease)
