@@ -62,9 +62,13 @@ func TestHungRedisKeepsCallerDeadlines(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv.Client(t)) // default go-redis options: ctx deadlines ignored on reads
 	ctx := ctxFor(t, 20*time.Second)
-	held := c.Lock("hung")
-	if err := held.Lock(ctx); err != nil {
-		t.Fatal(err)
+	// Unlock and HoldCount get a handle each: a handle whose Unlock is
+	// under way holds nothing by its own count and answers 0 at once.
+	held, counted := c.Lock("hung"), c.Lock("hung4")
+	for _, l := range []*lockactor.Lock{held, counted} {
+		if err := l.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv.Pause(t)
 	defer srv.Resume(t)
@@ -72,7 +76,7 @@ func TestHungRedisKeepsCallerDeadlines(t *testing.T) {
 		"Lock":      func(ctx context.Context) error { return c.Lock("hung2").Lock(ctx) },
 		"TryLock":   func(ctx context.Context) error { _, err := c.Lock("hung3").TryLock(ctx); return err },
 		"Unlock":    func(ctx context.Context) error { return held.Unlock(ctx) },
-		"HoldCount": func(ctx context.Context) error { _, err := held.HoldCount(ctx); return err },
+		"HoldCount": func(ctx context.Context) error { _, err := counted.HoldCount(ctx); return err },
 		"IsLocked":  func(ctx context.Context) error { _, err := held.IsLocked(ctx); return err },
 	}
 	var wg sync.WaitGroup

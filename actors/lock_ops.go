@@ -283,7 +283,7 @@ func (a *lockActor) handoffTarget(o *owed, now time.Time) *messages.Acquire {
 	if !a.scheme.handsOff() || !o.last || o.k.mode != messages.Exclusive {
 		return nil
 	}
-	if a.handoffs >= HandoffRun || (a.handoffs > 0 && now.Sub(a.runStart) >= HandoffRunTime) {
+	if a.runOver(now) {
 		if a.others {
 			return nil
 		}
@@ -351,7 +351,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 				a.echoes++
 			}
 		}
-		if a.handoffs >= HandoffRun {
+		if a.runOver(a.now) {
 			// The end of a run of hand-offs: our own release message wakes
 			// the local waiters, fairly, with everyone else's; a spin
 			// lock's hear none, and hold back instead (see spinner). With
@@ -372,6 +372,12 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 }
 
 func (a *lockActor) retryOwed(o *owed, err error) { a.holdBook.retryOwed(&a.owed, o, err) }
+
+// runOver reports whether the run of hand-offs has reached its bound, in
+// grants or in time; the release that follows frees the lock for everyone.
+func (a *lockActor) runOver(now time.Time) bool {
+	return a.handoffs >= HandoffRun || (a.handoffs > 0 && now.Sub(a.runStart) >= HandoffRunTime)
+}
 
 // ranHandoff counts one more hand-off (a script's or a relay) in the run.
 func (a *lockActor) ranHandoff() {

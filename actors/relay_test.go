@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/lockactor/lockactor/redisio"
 )
 
 // relayed is the start of rows where h took the lock as a watchdog hold,
@@ -158,6 +160,10 @@ func TestRelay(t *testing.T) {
 			unlock("uw", "w"),
 			expect("unlock h", reply(released)),
 			answered("uw", "gone"),
+			// As at a run's end in grants: h2 tries when the release's
+			// message comes back, with everyone else who heard it.
+			noCall(time.Millisecond),
+			publish(redisio.LockChannel("x"), "0"),
 			expect("lock h", reply(granted)),
 			answered("h2", "granted"),
 		)},
