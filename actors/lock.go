@@ -60,8 +60,8 @@ type lockActor struct {
 	// Sharing the lock with other processes (see handoffTarget, onWake).
 	others   bool // other connections listen on the channel (true until counted)
 	counting bool // a subscriber count is in flight
-	yielding bool // the queue's next attempt follows a yield
-	yields   int  // yields in a row after which another process took the lock
+	yielding bool      // the queue's next attempt follows a yield
+	outrun   time.Time // the first of the yields in a row that another process won; zero if none
 }
 
 // phase names an actor's state.
@@ -89,12 +89,16 @@ const HandoffRunTime = 20 * time.Millisecond
 // yieldWindow is how long waiters woken by a release message hold back
 // before they try, when other processes listen on the channel: long enough
 // for a peer that reacts more slowly than an actor (a Redisson client
-// unsubscribes, then sends its script) to take its turn. maxYields bounds
-// the yields in a row that a peer wins, so that no peer, however eager,
-// starves us.
+// unsubscribes, then sends its script) to take its turn. Once other
+// processes have won every yield for yieldFor, the queue tries at once
+// until it wins one, so that no peer, however eager, starves us. yieldFor
+// is counted in time, not in yields: when several Clients share a lock,
+// each loses yields to the others' runs (HandoffRunTime each) as a matter
+// of course, and a count would soon have every Client skip its yield and
+// race the slower peer again.
 const (
 	yieldWindow = 2 * time.Millisecond
-	maxYields   = 2
+	yieldFor    = 10 * HandoffRunTime
 )
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
@@ -207,7 +211,7 @@ func (a *lockActor) onWake(n news) {
 	// if it wins, we requeue (see attempted). Only a waiter queued now can
 	// have raced for it.
 	a.wokenByMsg = n.msgs > 0 && !a.waiters.empty()
-	if a.wokenByMsg && a.scheme.handsOff() && a.others && a.yields < maxYields {
+	if a.wokenByMsg && a.scheme.handsOff() && a.others && (a.outrun.IsZero() || a.now.Sub(a.outrun) < yieldFor) {
 		// Other processes listen: let one of theirs go first (see
 		// yieldWindow); the queue tries when the window ends.
 		a.verdict = verdict{until: a.now.Add(yieldWindow), all: true}

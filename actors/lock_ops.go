@@ -90,7 +90,7 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 			a.waiters.remove(m.Req)
 		}
 		if at.yielded || at.byMsg {
-			a.yields = 0
+			a.outrun = time.Time{}
 		}
 		a.grant(m, sent, res.token, nil)
 		if at.byMsg && a.scheme.exclusive() {
@@ -104,8 +104,8 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 			a.waiters.remove(m.Req)
 		}
 	default:
-		if at.yielded {
-			a.yields++ // another process took its turn
+		if at.yielded && a.outrun.IsZero() {
+			a.outrun = a.now // another process took its turn
 		}
 		if at.news == a.news {
 			a.refused(m, res.ttl)

@@ -70,8 +70,8 @@ func TestBackoffSequences(t *testing.T) {
 
 // TestYieldWindow: a queue woken by a release message while other
 // processes may listen holds back yieldWindow, so that a peer slower than
-// an actor gets its turn; after maxYields turns in a row went to peers,
-// it tries at once.
+// an actor gets its turn; once other processes have won its yields for
+// yieldFor, it tries at once.
 func TestYieldWindow(t *testing.T) {
 	ch := redisio.LockChannel("x")
 	queued := []step{
@@ -85,14 +85,35 @@ func TestYieldWindow(t *testing.T) {
 			callAfter(yieldWindow, "lock w", reply(granted)),
 			answered("w", "granted"),
 		)},
-		{name: "after maxYields turns taken by peers, at once", steps: append(queued,
+		{name: "yields lost for less than yieldFor: still a window; then at once", steps: append(queued,
 			publish(ch, "0"),
-			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // a peer took it
+			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // another took it
 			publish(ch, "0"),
 			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // again
 			publish(ch, "0"),
+			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // other Clients' runs
+			noCall(yieldFor-2*yieldWindow-ms),
+			publish(ch, "0"), // yieldFor-1ms since the first loss
+			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))),
+			publish(ch, "0"),
 			expectNow("lock w", reply(granted)), // no window now
 			answered("w", "granted"),
+		)},
+		{name: "a won yield starts the count again", steps: append(queued,
+			publish(ch, "0"),
+			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))),
+			noCall(yieldFor),
+			publish(ch, "0"),
+			expectNow("lock w", reply(granted)),
+			answered("w", "granted"),
+			unlock("uw", "w"),
+			expect("unlock w", reply(released)),
+			answered("uw", "gone"),
+			lock("w2", "w2", long),
+			expect("lock w2", reply(refused(10*time.Second))),
+			publish(ch, "0"),
+			callAfter(yieldWindow, "lock w2", reply(granted)), // a window again
+			answered("w2", "granted"),
 		)},
 	})
 }
