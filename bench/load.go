@@ -31,27 +31,29 @@ type loadSpec struct {
 	Latency    time.Duration `json:"latency"` // --latency, each direction
 	Tuning     tuning        `json:"tuning"`
 	Shared     string        `json:"shared,omitempty"` // mapped inside counters (multiproc)
+	Peer       bool          `json:"peer,omitempty"`   // multiproc: the parent runs a peer (peer.go)
 	Proc       int           `json:"proc"`             // child index, seeds its draws
 	Start      time.Time     `json:"start"`            // when every process starts
 }
 
 // loadResult is what one process measured.
 type loadResult struct {
-	Acq        int64   `json:"acq"`         // acquisitions granted inside the window
-	Seconds    float64 `json:"seconds"`     // the window
-	Wait       *hist   `json:"wait"`        // Lock call start to grant
-	Pair       *hist   `json:"pair"`        // Lock call start to Unlock return
-	RoundTrips int64   `json:"round_trips"` // hook calls during the run
-	ServerCmds int64   `json:"server_cmds"` // INFO commandstats delta (parent)
-	ServerCPU  float64 `json:"server_cpu"`  // redis-server CPU seconds (parent)
-	ClientCPU  float64 `json:"client_cpu"`  // this process's CPU seconds during the run
-	PerOwner   []int64 `json:"per_owner"`
-	PerProc    []int64 `json:"per_proc,omitempty"` // acquisitions per process (multiproc)
-	Violations int64   `json:"violations"`         // grants while another holder was inside
-	GaveUp     int64   `json:"gave_up"`            // the library's own give-ups, retried
-	Errors     int64   `json:"errors"`             // other Lock/Unlock errors
-	FirstErr   string  `json:"first_err,omitempty"`
-	Stuck      int64   `json:"stuck"` // goroutines still running at the hard limit
+	Acq        int64       `json:"acq"`         // acquisitions granted inside the window
+	Seconds    float64     `json:"seconds"`     // the window
+	Wait       *hist       `json:"wait"`        // Lock call start to grant
+	Pair       *hist       `json:"pair"`        // Lock call start to Unlock return
+	RoundTrips int64       `json:"round_trips"` // hook calls during the run
+	ServerCmds int64       `json:"server_cmds"` // INFO commandstats delta (parent)
+	ServerCPU  float64     `json:"server_cpu"`  // redis-server CPU seconds (parent)
+	ClientCPU  float64     `json:"client_cpu"`  // this process's CPU seconds during the run
+	PerOwner   []int64     `json:"per_owner"`
+	PerProc    []int64     `json:"per_proc,omitempty"` // acquisitions per process (multiproc)
+	Violations int64       `json:"violations"`         // grants while another holder was inside
+	GaveUp     int64       `json:"gave_up"`            // the library's own give-ups, retried
+	Errors     int64       `json:"errors"`             // other Lock/Unlock errors
+	FirstErr   string      `json:"first_err,omitempty"`
+	Stuck      int64       `json:"stuck"`          // goroutines still running at the hard limit
+	Peer       *peerResult `json:"peer,omitempty"` // multiproc with --peer
 }
 
 // hardLimit is how long after the window a run may take to wind down.

@@ -40,6 +40,7 @@ type settings struct {
 	Procs       int
 	ProcG       int
 	ProcCS      string
+	Peer        bool // multiproc: a Redisson-protocol waiter on the key too (peer.go)
 	Keys        int
 	KeysG       int
 	Scale       scaleSpec
@@ -186,6 +187,7 @@ Usage: go run . [flags]
 	fs.IntVar(&s.Procs, "procs", 4, "multiproc: OS processes")
 	fs.IntVar(&s.ProcG, "proc-goroutines", 64, "multiproc: goroutines per process")
 	fs.StringVar(&s.ProcCS, "proc-cs", "0", "multiproc: critical sections")
+	fs.BoolVar(&s.Peer, "peer", true, "multiproc: the parent also runs a Redisson-protocol waiter (node-redisson's way of waiting) on the key, and reports its longest wait")
 	fs.IntVar(&s.Keys, "keys", 1000, "manykeys: names")
 	fs.IntVar(&s.KeysG, "keys-goroutines", 256, "manykeys: goroutines")
 	fs.IntVar(&s.Scale.Waiters, "waiters", 10000, "scale: goroutines waiting on one lock")

@@ -77,6 +77,12 @@ func runMultiproc(srv *server, spec loadSpec, procs int) (loadResult, error) {
 	for _, k := range kids {
 		fmt.Fprintf(k.stdin, "go %d\n", start.UnixNano())
 	}
+	peerDone := make(chan peerResult, 1)
+	if spec.Peer {
+		rdb, _ := openClient(spec.Addr, spec.PoolSize, spec.Latency)
+		defer rdb.Close()
+		go func() { peerDone <- runPeer(rdb, keyName(spec.Prefix, 0), in, start, start.Add(spec.Duration)) }()
+	}
 	merged := loadResult{Seconds: spec.Duration.Seconds(), Wait: &hist{}, Pair: &hist{}}
 	for _, k := range kids {
 		line, err := k.out.ReadString('\n')
@@ -88,6 +94,11 @@ func runMultiproc(srv *server, spec loadSpec, procs int) (loadResult, error) {
 			return loadResult{}, fmt.Errorf("child result %q: %v", line, err)
 		}
 		mergeResult(&merged, &r)
+	}
+	if spec.Peer {
+		p := <-peerDone
+		merged.Peer = &p
+		merged.Violations += p.Violations
 	}
 	st1, err := srv.stats(ctx)
 	if err != nil {

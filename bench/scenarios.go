@@ -64,7 +64,8 @@ func buildConfigs(srv *server, s settings) ([]config, error) {
 	}
 	seq := 0
 	load := func(scn, title string, g, keys int, cs time.Duration, procs int) config {
-		base := loadSpec{Scenario: scn, Addr: srv.addr, NKeys: keys, Goroutines: g, CS: cs, Duration: s.Duration, PoolSize: s.PoolSize, Latency: s.Latency, Tuning: s.Tuning}
+		base := loadSpec{Scenario: scn, Addr: srv.addr, NKeys: keys, Goroutines: g, CS: cs, Duration: s.Duration, PoolSize: s.PoolSize, Latency: s.Latency, Tuning: s.Tuning,
+			Peer: procs > 1 && s.Peer}
 		return config{Scenario: scn, Title: title, Libs: libs, run: func(ls libSpec) (map[string]float64, string, error) {
 			seq++
 			spec := base
@@ -211,6 +212,10 @@ func loadMetrics(r loadResult) map[string]float64 {
 	m["fair"], m["starved"] = spread(r.PerOwner)
 	if len(r.PerProc) > 1 {
 		m["proc_fair"], _ = spread(r.PerProc)
+	}
+	if p := r.Peer; p != nil {
+		m["peer_rounds"], m["peer_wait_max_ms"], m["peer_grants_max"] = float64(p.Rounds), p.WaitMax*1000, float64(p.GrantsMax)
+		m["errors"] += float64(p.Errors)
 	}
 	return m
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // inside holds one "how many owners are inside the critical section" counter
-// per lock name. In one process it is plain memory; across processes it is a
+// per lock name, and after them one count of every grant made (peer.go reads
+// it to tell how many grants another waiter waited through). In one process it is plain memory; across processes it is a
 // file mapped MAP_SHARED by all of them, so atomic adds on it are seen by
 // every process and a second holder of the same name is caught wherever it
 // runs.
@@ -19,7 +20,7 @@ type inside struct {
 
 // newInside returns n counters in this process only.
 func newInside(n int) *inside {
-	return &inside{cells: make([]int64, n), unmap: func() {}}
+	return &inside{cells: make([]int64, n+1), unmap: func() {}}
 }
 
 // createSharedInside creates a file of n zeroed counters for child processes
@@ -30,7 +31,7 @@ func createSharedInside(n int) (path string, in *inside, err error) {
 		return "", nil, err
 	}
 	defer f.Close()
-	if err := f.Truncate(int64(8 * n)); err != nil {
+	if err := f.Truncate(int64(8 * (n + 1))); err != nil {
 		os.Remove(f.Name())
 		return "", nil, err
 	}
@@ -53,16 +54,23 @@ func openSharedInside(path string, n int) (*inside, error) {
 }
 
 func mapInside(f *os.File, n int) (*inside, error) {
-	b, err := syscall.Mmap(int(f.Fd()), 0, 8*n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	b, err := syscall.Mmap(int(f.Fd()), 0, 8*(n+1), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, err
 	}
-	cells := unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	cells := unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(b))), n+1)
 	return &inside{cells: cells, unmap: func() { _ = syscall.Munmap(b) }}, nil
 }
 
-// enter marks one more holder of key i and reports whether it is alone.
-func (in *inside) enter(i int) bool { return atomic.AddInt64(&in.cells[i], 1) == 1 }
+// enter marks one more holder of key i and reports whether it is alone; it
+// counts the grant.
+func (in *inside) enter(i int) bool {
+	atomic.AddInt64(&in.cells[len(in.cells)-1], 1)
+	return atomic.AddInt64(&in.cells[i], 1) == 1
+}
+
+// grants is how many grants enter has counted, in every process.
+func (in *inside) grants() int64 { return atomic.LoadInt64(&in.cells[len(in.cells)-1]) }
 
 // exit marks the holder of key i gone.
 func (in *inside) exit(i int) { atomic.AddInt64(&in.cells[i], -1) }

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// handoffRun is how many local hand-offs a lockactor run makes at most
+// before other processes get their turn (see lockactor.WithRelay).
+const handoffRun = 64
+
 // target is one of the targets set for lockactor, checked on its medians.
 type target struct {
 	Config   string `json:"config"`
@@ -54,23 +58,39 @@ func (r *report) checkTargets() []target {
 		add(title, what, ok, fmt.Sprintf("%.2fx (%s vs %s)", div(la, other), kilo(la), kilo(other)), ok && la/other >= want)
 	}
 
+	// The targets depend on the deployment: on loopback, sharing the
+	// CPUs with redis-server (the default), or on a realistic one (--pin
+	// and --latency: Redis on its own CPU, a same-zone network).
+	realistic := s.Pin && s.Latency > 0
+	pick := func(loopback, real float64) float64 {
+		if realistic {
+			return real
+		}
+		return loopback
+	}
+	x := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) + "x" }
+
 	un := titleUncontended()
-	vsRaw(un, "pairs/s >= 1.0x raw", 1.0)
-	vsLib(un, "pairs/s above redsync-default", "redsync-default", 1.0)
+	vsRaw(un, "pairs/s >= "+x(pick(0.8, 1.0))+" raw", pick(0.8, 1.0))
+	if realistic {
+		vsLib(un, "pairs/s >= redislock", "redislock", 1.0)
+	}
 
 	c0 := titleContended(256, 0)
-	vsRaw(c0, "acq/s >= 2.0x raw", 2.0)
+	vsRaw(c0, "acq/s >= "+x(pick(4, 10))+" raw", pick(4, 10))
 	atMost(c0, "lockactor", "fair", "fairness max/min <= 1.5", 1.5)
 	atMost(c0, "lockactor", "starved", "no owner starved", 0)
 
 	mp := titleMultiproc(s.Procs, s.ProcG, 0)
-	vsRaw(mp, "acq/s >= 2.2x raw", 2.2)
-	atMost(mp, "lockactor", "fair", "fairness max/min <= 2", 2)
+	vsRaw(mp, "acq/s >= 5x raw", 5)
+	atMost(mp, "lockactor", "proc_fair", "process max/min <= 2", 2)
 	atMost(mp, "lockactor", "starved", "no owner starved", 0)
+	if s.Peer {
+		atMost(mp, "lockactor", "peer_grants_max", fmt.Sprintf("the peer waits through at most one run (%d grants)", handoffRun), handoffRun)
+	}
 
 	mk := titleManykeys(s.KeysG, s.Keys)
-	vsRaw(mk, "acq/s >= 1.5x raw", 1.5)
-	vsLib(mk, "acq/s >= 1.25x redislock", "redislock", 1.25)
+	vsRaw(mk, "acq/s >= "+x(pick(2, 4))+" raw", pick(2, 4))
 
 	if s.Replicas > 0 { // replica sync on (lockactor) against off (lockactor-nosync)
 		for _, title := range []string{c0, mk} {
