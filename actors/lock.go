@@ -49,6 +49,9 @@ type lockActor struct {
 	// request was in flight: one of them may be the echo of the release
 	// whose reply has not come back yet.
 	echoes, early int
+	// doubted is when news put the holds in doubt (see onWake): a hold is
+	// relayed only if Redis confirmed it after that.
+	doubted time.Time
 	// news counts the events that made the verdict stale; an attempt's
 	// refusal installs its verdict only if none came while it was in
 	// flight (the refusal may predate the release the event announced).
@@ -58,8 +61,8 @@ type lockActor struct {
 	late lateGate
 
 	// Sharing the lock with other processes (see handoffTarget, onWake).
-	others   bool // other connections listen on the channel (true until counted)
-	counting bool // a subscriber count is in flight
+	others   bool      // other connections listen on the channel (true until counted)
+	counting bool      // a subscriber count is in flight
 	yielding bool      // the queue's next attempt follows a yield
 	outrun   time.Time // the first of the yields in a row that another process won; zero if none
 }
@@ -197,6 +200,11 @@ func (a *lockActor) owes(owner string) bool {
 // after which messages may have been missed, makes the verdict stale.
 func (a *lockActor) onWake(n news) {
 	ours := !n.resync && n.msgs <= int64(a.echoes)
+	if !ours && a.held() {
+		// Not our echo while we hold: a force unlock, or messages we may
+		// have missed. No hold is relayed until Redis confirms it again.
+		a.doubted = a.now
+	}
 	a.echoes = max(0, a.echoes-int(n.msgs))
 	if n.resync {
 		a.echoes = 0

@@ -145,6 +145,13 @@ func (a *lockActor) refused(m *messages.Acquire, ttl time.Duration) {
 // was told of an error), the hold goes straight back.
 func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64, from *relayed) {
 	k := holdKey{m.Owner, m.Mode}
+	if a.scheme.exclusive() && a.holds[k] == nil {
+		field := m.Owner
+		if from != nil {
+			field = from.field
+		}
+		a.supersede(k, field)
+	}
 	h := a.granted(k, sent, m.Lease, token, m.Lost)
 	if from != nil {
 		h.field, h.until = from.field, from.until
@@ -161,6 +168,22 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64, fro
 	}
 	if m.Lease == 0 {
 		a.arm(renewAfter(a.now, sent, a.watchdog))
+	}
+}
+
+// supersede closes the Lost of every other hold recorded when k gets a
+// fresh exclusive hold under field: Redis found the lock free, or held
+// under field only, so those holds had already ended there (a ForceUnlock,
+// a lease that ran out, a failover that lost them) before a renewal could
+// tell. Until now they only waited for that renewal; a relay must never
+// pass one on.
+func (a *lockActor) supersede(k holdKey, field string) {
+	for other, h := range a.holds {
+		if other != k && a.holdBook.fieldOf(other) != field {
+			a.rt.cfg.Logger.Debug("lockactor: a grant shows another local hold was gone", "lock", a.key.Name,
+				"owner", other.owner, "granted", k.owner)
+			a.gone(other, h)
+		}
 	}
 }
 

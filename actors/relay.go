@@ -18,8 +18,9 @@ import (
 // at once when a renewal finds the field gone. So a relay is made only
 // for a watchdog hold (no fixed lease on either side, which Redis would
 // have to be told of) whose last confirmation by Redis is younger than
-// half the watchdog timeout, found lost by nothing, with no master switch
-// being followed; otherwise the release hands off through Redis
+// half the watchdog timeout and since the last release message that was
+// not our own (a force unlock), found lost by nothing, with no master
+// switch being followed; otherwise the release hands off through Redis
 // (handoff.lua), which confirms the next grant. Runs are bounded as every
 // hand-off run is (HandoffRun grants, HandoffRunTime): then, if other
 // processes listen, the lock is released and published.
@@ -35,7 +36,7 @@ func (a *lockActor) relays(o *owed, head *messages.Acquire, now time.Time) bool 
 		return !a.rt.cfg.NoRelay && h != nil && o.last
 	}
 	return !a.rt.cfg.NoRelay && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
-		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2
+		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2 && h.confirmed.After(a.doubted)
 }
 
 // relay gives o's hold to head, the next local waiter: o's caller hears

@@ -124,6 +124,61 @@ func TestRelay(t *testing.T) {
 			expect("unlock h", reply(stillHeld)),
 			answered("uw2", "ok"),
 		)},
+		// Found by the torture: a ForceUnlock freed the lock in Redis while
+		// w held a relayed hold here; v got the lock from Redis, and w's
+		// release later relayed the hold nobody had to x.
+		{name: "a fresh grant from Redis ends the relayed hold Redis no longer had, which is never relayed", steps: relayedToW(
+			lock("v", "v", 0),
+			publish(redisio.LockChannel("x"), "0"), // a force unlock: no echo of ours is due
+			callAfter(yieldWindow, "lock v", reply(granted)),
+			answered("v", "granted"),
+			lostClosed("w", true),
+			lock("x", "x", 0),
+			unlock("uw", "w"),
+			expect("unlock w", reply(granted)), // unlock.lua's nil: not held
+			answered("uw", "notheld"),
+			expect("lock x", reply(refused(10*time.Second))), // v holds
+			unanswered("x"),                                  // not relayed w's hold
+			unlock("uv", "v"),
+			answered("uv", "gone"),
+			answered("x", "granted"), // v's hold, relayed
+		)},
+		{name: "a fresh grant ends another owner's hold kept under its own field too", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("v", "v", 0),
+			publish(redisio.LockChannel("x"), "0"),
+			callAfter(yieldWindow, "lock v", reply(granted)),
+			answered("v", "granted"),
+			lostClosed("h", true),
+			lostClosed("v", false),
+		}},
+		{name: "after a release message not our own while holding (a force unlock), the hold hands off through Redis", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("w", "w", 0),
+			publish(redisio.LockChannel("x"), "0"),
+			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // another process took it
+			unlock("uh", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("uh", "gone"),
+			answered("w", "granted"),
+		}},
+		{name: "once a renewal confirms it again, it relays again", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("w", "w", 0),
+			publish(redisio.LockChannel("x"), "0"),
+			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))),
+			watchdogTick(),
+			expect("renew h", done(true)),
+			unlock("uh", "h"),
+			answered("uh", "gone"),
+			answered("w", "granted"), // no script
+		}},
 		{name: "a hold Redis confirmed more than half a watchdog ago hands off through Redis", watchdog: 300 * ms, steps: []step{
 			lock("h", "h", 0),
 			expect("lock h", reply(granted)),
