@@ -21,7 +21,8 @@ const staleSlack = 50 * time.Millisecond
 // latest. A grant comes from the last granting script of its owner that
 // ran during its call (an earlier one may have been given back); a
 // FaultLate window and the hook's late replies bring such grants back
-// lateBy or more after their lease. The runtime cannot know when Redis ran
+// lateBy or more after their lease, unless a renewal of the field moved
+// it on meanwhile. The runtime cannot know when Redis ran
 // a script, but it knows when it sent it, which is earlier still: a grant
 // whose reply comes back after its lease, counted from the send, is its to
 // give back.
@@ -47,7 +48,17 @@ func CheckStaleGrants(l *Log) []Violation {
 		if last == nil {
 			continue
 		}
-		if end := last.T.Add(last.Lease); h.Grant.Sub(end) > staleSlack {
+		// A grant can reach its caller well after its script (a Mutex's
+		// waits for the previous holder's Unlock) while the watchdog keeps
+		// renewing the field: each renewal that ran after the grant moved
+		// the lease on.
+		end := last.T.Add(last.Lease)
+		for _, r := range runs[h.Res+"|"+h.Field()] {
+			if !r.Grants && r.T.After(last.T) && !r.T.After(h.Grant) {
+				end = maxTime(end, r.T.Add(r.Lease))
+			}
+		}
+		if h.Grant.Sub(end) > staleSlack {
 			vs = append(vs, Violation{Check: VStale, At: h.Grant, Msg: fmt.Sprintf(
 				"%s: %s hold (g%d, owner %s) granted %s (call started %s) after its lease had run out in Redis: the %s script that granted its %v lease had run by %s",
 				h.Res, h.Prim, h.G, h.Owner, l.at(h.Grant), l.at(h.AcqStart), last.Script, last.Lease, l.at(last.T))})

@@ -151,6 +151,10 @@ func TestCheckStaleGrants(t *testing.T) {
 		{"a script of an earlier call", []Hold{func() Hold { h := permit(400); h.AcqStart = at(20); return h }()}, nil, []LeaseRun{run("permit_acquire", 10, 200)}, nil},
 		{"a late grant given back, then a grant in time", []Hold{permit(400)}, nil,
 			[]LeaseRun{run("permit_acquire", 10, 200), run("permit_acquire", 380, 200)}, nil},
+		{"handed over late, but a renewal after the grant moved the lease", []Hold{permit(400)}, nil,
+			[]LeaseRun{run("permit_acquire", 10, 200), run("permit_update", 300, 200)}, nil},
+		{"a renewal before the grant moves nothing", []Hold{permit(400)}, nil,
+			[]LeaseRun{run("permit_update", 5, 300), run("permit_acquire", 10, 200)}, []string{VStale}},
 		{"UpdateLease answered within the new lease", nil, []Call{update(0, 150)}, []LeaseRun{run("permit_update", 10, 200)}, nil},
 		{"UpdateLease answered after the new lease", nil, []Call{update(0, 400)}, []LeaseRun{run("permit_update", 10, 200)}, []string{VStale}},
 		// Relays: w's hold is relayed under h's field; h's grant ran by 10.
