@@ -68,3 +68,59 @@ func TestRelayPassesTheHoldWithoutAScript(t *testing.T) {
 		})
 	}
 }
+
+// TestForceUnlockEndsARelayedHold: a ForceUnlock from another Client frees
+// the lock in Redis while a relayed hold lives. When a waiter of the
+// relaying Client then gets the lock from Redis, the relayed holder's Lost
+// closes at once (its hold was gone), and its Unlock does not pass the
+// hold nobody has to the next waiter: the next owner gets the lock only
+// when the current one releases it.
+func TestForceUnlockEndsARelayedHold(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Client(t))
+	other := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 10*time.Second)
+	first, relayed, fresh, next := c.Lock("forced"), c.Lock("forced"), c.Lock("forced"), c.Lock("forced")
+	if err := first.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	relayedDone := lockAsync(ctx, relayed)
+	within(t, 2*time.Second, "the waiter queued", func() bool { return lockactor.QueuedLock(c, "forced") >= 1 })
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitErr(t, relayedDone, 2*time.Second, "the relayed owner"); err != nil {
+		t.Fatal(err)
+	}
+	freshDone := lockAsync(ctx, fresh)
+	within(t, 2*time.Second, "the second waiter queued", func() bool { return lockactor.QueuedLock(c, "forced") >= 1 })
+	if ok, err := other.Lock("forced").ForceUnlock(ctx); !ok || err != nil {
+		t.Fatalf("ForceUnlock = %v, %v", ok, err)
+	}
+	if err := waitErr(t, freshDone, 2*time.Second, "the waiter after the force unlock"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-relayed.Lost():
+	case <-time.After(time.Second):
+		t.Fatal("the relayed holder's Lost is still open although another owner of its Client got the lock from Redis")
+	}
+	nextDone := lockAsync(ctx, next)
+	within(t, 2*time.Second, "the third waiter queued", func() bool { return lockactor.QueuedLock(c, "forced") >= 1 })
+	_ = relayed.Unlock(ctx) // its hold is gone: ErrNotHeld, or nil if the release raced the Lost
+	select {
+	case err := <-nextDone:
+		t.Fatalf("the next owner got the lock (%v) while %s still holds it", err, lockactor.OwnerOf(fresh))
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := fresh.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitErr(t, nextDone, 2*time.Second, "the next owner"); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -200,9 +200,11 @@ func (a *lockActor) owes(owner string) bool {
 // after which messages may have been missed, makes the verdict stale.
 func (a *lockActor) onWake(n news) {
 	ours := !n.resync && n.msgs <= int64(a.echoes)
-	if !ours && a.held() {
-		// Not our echo while we hold: a force unlock, or messages we may
-		// have missed. No hold is relayed until Redis confirms it again.
+	if n.msgs > int64(a.echoes) && a.held() {
+		// A message that is not our echo while we hold: a force unlock. No
+		// hold is relayed until Redis confirms it again. (A subscription,
+		// first or renewed, says nothing of the holds: they stand on
+		// their confirmation, as before any waiter subscribed.)
 		a.doubted = a.now
 	}
 	a.echoes = max(0, a.echoes-int(n.msgs))
