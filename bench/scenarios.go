@@ -70,6 +70,9 @@ func buildConfigs(srv *server, s settings) ([]config, error) {
 			seq++
 			spec := base
 			spec.Lib, spec.Prefix = ls.Name, fmt.Sprintf("bench:%d:", seq)
+			// The peer speaks Redisson's layout: beside redsync's or
+			// redislock's keys it would only read WRONGTYPE.
+			spec.Peer = spec.Peer && (ls.Name == "raw" || strings.HasPrefix(ls.Name, "lockactor"))
 			var res loadResult
 			var err error
 			if procs > 1 {
