@@ -30,10 +30,11 @@ type loadSpec struct {
 	PoolSize   int           `json:"pool_size"`
 	Latency    time.Duration `json:"latency"` // --latency, each direction
 	Tuning     tuning        `json:"tuning"`
-	Shared     string        `json:"shared,omitempty"` // mapped inside counters (multiproc)
-	Peer       bool          `json:"peer,omitempty"`   // multiproc: the parent runs a peer (peer.go)
-	Proc       int           `json:"proc"`             // child index, seeds its draws
-	Start      time.Time     `json:"start"`            // when every process starts
+	Shared     string        `json:"shared,omitempty"`    // mapped inside counters (multiproc)
+	Peer       bool          `json:"peer,omitempty"`      // multiproc: the parent runs a peer (peer.go)
+	PeerJava   bool          `json:"peer_java,omitempty"` // the peer waits as Redisson's Java client does
+	Proc       int           `json:"proc"`                // child index, seeds its draws
+	Start      time.Time     `json:"start"`               // when every process starts
 }
 
 // loadResult is what one process measured.

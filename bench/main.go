@@ -41,6 +41,7 @@ type settings struct {
 	ProcG       int
 	ProcCS      string
 	Peer        bool // multiproc: a Redisson-protocol waiter on the key too (peer.go)
+	PeerStyle   string
 	Keys        int
 	KeysG       int
 	Scale       scaleSpec
@@ -187,7 +188,8 @@ Usage: go run . [flags]
 	fs.IntVar(&s.Procs, "procs", 4, "multiproc: OS processes")
 	fs.IntVar(&s.ProcG, "proc-goroutines", 64, "multiproc: goroutines per process")
 	fs.StringVar(&s.ProcCS, "proc-cs", "0", "multiproc: critical sections")
-	fs.BoolVar(&s.Peer, "peer", true, "multiproc: the parent also runs a Redisson-protocol waiter (node-redisson's way of waiting) on the key, and reports its longest wait")
+	fs.BoolVar(&s.Peer, "peer", true, "multiproc: the parent also runs a Redisson-protocol waiter on the key (beside raw and lockactor), and reports its longest wait")
+	fs.StringVar(&s.PeerStyle, "peer-style", "node", "multiproc: how the peer waits: node (node-redisson: unsubscribes before each try) or java (Redisson's RedissonLock: stays subscribed)")
 	fs.IntVar(&s.Keys, "keys", 1000, "manykeys: names")
 	fs.IntVar(&s.KeysG, "keys-goroutines", 256, "manykeys: goroutines")
 	fs.IntVar(&s.Scale.Waiters, "waiters", 10000, "scale: goroutines waiting on one lock")
@@ -219,6 +221,9 @@ Usage: go run . [flags]
 	}
 	if fs.NArg() > 0 {
 		return s, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if s.PeerStyle != "node" && s.PeerStyle != "java" {
+		return s, fmt.Errorf("--peer-style %q: want node or java", s.PeerStyle)
 	}
 	if s.Quick {
 		set := map[string]bool{}

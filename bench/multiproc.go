@@ -81,7 +81,9 @@ func runMultiproc(srv *server, spec loadSpec, procs int) (loadResult, error) {
 	if spec.Peer {
 		rdb, _ := openClient(spec.Addr, spec.PoolSize, spec.Latency)
 		defer rdb.Close()
-		go func() { peerDone <- runPeer(rdb, keyName(spec.Prefix, 0), in, start, start.Add(spec.Duration)) }()
+		go func() {
+			peerDone <- runPeer(rdb, keyName(spec.Prefix, 0), spec.PeerJava, in, start, start.Add(spec.Duration))
+		}()
 	}
 	merged := loadResult{Seconds: spec.Duration.Seconds(), Wait: &hist{}, Pair: &hist{}}
 	for _, k := range kids {

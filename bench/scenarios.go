@@ -65,7 +65,7 @@ func buildConfigs(srv *server, s settings) ([]config, error) {
 	seq := 0
 	load := func(scn, title string, g, keys int, cs time.Duration, procs int) config {
 		base := loadSpec{Scenario: scn, Addr: srv.addr, NKeys: keys, Goroutines: g, CS: cs, Duration: s.Duration, PoolSize: s.PoolSize, Latency: s.Latency, Tuning: s.Tuning,
-			Peer: procs > 1 && s.Peer}
+			Peer: procs > 1 && s.Peer, PeerJava: s.PeerStyle == "java"}
 		return config{Scenario: scn, Title: title, Libs: libs, run: func(ls libSpec) (map[string]float64, string, error) {
 			seq++
 			spec := base
