@@ -22,6 +22,20 @@ func relayedToW(rest ...step) []step {
 	}, rest...)
 }
 
+// doubted is the start of rows where h holds a watchdog hold, w waits,
+// and a release message that is not h's echo (a force unlock) comes: w
+// tries after the yield window and another process has the lock.
+func doubted(rest ...step) []step {
+	return append([]step{
+		lock("h", "h", 0),
+		expect("lock h", reply(granted)),
+		answered("h", "granted"),
+		lock("w", "w", 0),
+		publish(redisio.LockChannel("x"), "0"),
+		callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))),
+	}, rest...)
+}
+
 // relayRun has two owners take turns by relay, HandoffRun times, while
 // subscribers connections listen on the lock's channel (ours included):
 // the next release goes to Redis when another listens, or relays on.
@@ -154,31 +168,19 @@ func TestRelay(t *testing.T) {
 			lostClosed("h", true),
 			lostClosed("v", false),
 		}},
-		{name: "after a release message not our own while holding (a force unlock), the hold hands off through Redis", steps: []step{
-			lock("h", "h", 0),
-			expect("lock h", reply(granted)),
-			answered("h", "granted"),
-			lock("w", "w", 0),
-			publish(redisio.LockChannel("x"), "0"),
-			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // another process took it
+		{name: "after a release message not our own while holding (a force unlock), the hold hands off through Redis", steps: doubted(
 			unlock("uh", "h"),
 			expect("handoff h>w", reply(handedOver)),
 			answered("uh", "gone"),
 			answered("w", "granted"),
-		}},
-		{name: "once a renewal confirms it again, it relays again", steps: []step{
-			lock("h", "h", 0),
-			expect("lock h", reply(granted)),
-			answered("h", "granted"),
-			lock("w", "w", 0),
-			publish(redisio.LockChannel("x"), "0"),
-			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))),
+		)},
+		{name: "once a renewal confirms it again, it relays again", steps: doubted(
 			watchdogTick(),
 			expect("renew h", done(true)),
 			unlock("uh", "h"),
 			answered("uh", "gone"),
 			answered("w", "granted"), // no script
-		}},
+		)},
 		{name: "a hold Redis confirmed more than half a watchdog ago hands off through Redis", watchdog: 300 * ms, steps: []step{
 			lock("h", "h", 0),
 			expect("lock h", reply(granted)),
