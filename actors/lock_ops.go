@@ -150,7 +150,7 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64, fro
 		if from != nil {
 			field = from.field
 		}
-		a.supersede(k, field)
+		a.supersede(k, field, sent)
 	}
 	h := a.granted(k, sent, m.Lease, token, m.Lost)
 	if from != nil {
@@ -176,13 +176,23 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64, fro
 // under field only, so those holds had already ended there (a ForceUnlock,
 // a lease that ran out, a failover that lost them) before a renewal could
 // tell. Until now they only waited for that renewal; a relay must never
-// pass one on.
-func (a *lockActor) supersede(k holdKey, field string) {
+// pass one on, nor a hold given up whose release is still owed: those
+// are put in doubt (see onWake) back to the new grant's send time.
+func (a *lockActor) supersede(k holdKey, field string, sent time.Time) {
 	for other, h := range a.holds {
 		if other != k && a.holdBook.fieldOf(other) != field {
 			a.rt.cfg.Logger.Debug("lockactor: a grant shows another local hold was gone", "lock", a.key.Name,
 				"owner", other.owner, "granted", k.owner)
 			a.gone(other, h)
+		}
+	}
+	for _, o := range a.owed.items {
+		if o.h != nil && o.field != field {
+			// Confirmed before the new grant's script: in doubt. The new
+			// hold itself, confirmed at sent, is not.
+			if d := sent.Add(-time.Nanosecond); d.After(a.doubted) {
+				a.doubted = d
+			}
 		}
 	}
 }
