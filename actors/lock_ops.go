@@ -150,7 +150,7 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64, fro
 		if from != nil {
 			field = from.field
 		}
-		a.supersede(k, field, sent)
+		a.supersede(k, field)
 	}
 	h := a.granted(k, sent, m.Lease, token, m.Lost)
 	if from != nil {
@@ -177,8 +177,8 @@ func (a *lockActor) grant(m *messages.Acquire, sent time.Time, token uint64, fro
 // a lease that ran out, a failover that lost them) before a renewal could
 // tell. Until now they only waited for that renewal; a relay must never
 // pass one on, nor a hold given up whose release is still owed: those
-// are put in doubt (see onWake) back to the new grant's send time.
-func (a *lockActor) supersede(k holdKey, field string, sent time.Time) {
+// are put in doubt (see onWake).
+func (a *lockActor) supersede(k holdKey, field string) {
 	for other, h := range a.holds {
 		if other != k && a.holdBook.fieldOf(other) != field {
 			a.rt.cfg.Logger.Debug("lockactor: a grant shows another local hold was gone", "lock", a.key.Name,
@@ -188,11 +188,11 @@ func (a *lockActor) supersede(k holdKey, field string, sent time.Time) {
 	}
 	for _, o := range a.owed.items {
 		if o.h != nil && o.field != field {
-			// Confirmed before the new grant's script: in doubt. The new
-			// hold itself, confirmed at sent, is not.
-			if d := sent.Add(-time.Nanosecond); d.After(a.doubted) {
-				a.doubted = d
-			}
+			// The grant's script ran at some time up to now, perhaps
+			// after that hold's last renewal (a late reply): every hold
+			// confirmed before now is in doubt, the new one too, until
+			// Redis confirms it again.
+			a.doubted = a.now
 		}
 	}
 }

@@ -157,6 +157,24 @@ func TestRelay(t *testing.T) {
 			answered("uv", "gone"),
 			answered("x", "granted"), // v's hold, relayed
 		)},
+		// Found by the torture too: a late reply granted v while h's last
+		// release was owed (its Unlock came while v's script was in
+		// flight), and that release relayed h's hold, gone from Redis.
+		{name: "a fresh grant while a release is owed: that hold is not relayed", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			tryLock("v", "v", 0),
+			expect("lock v", keep("rv")), // in flight: the release waits behind it
+			lock("w", "w", 0),
+			unlock("uh", "h"),
+			later("rv", reply(granted)), // Redis had let h's hold go
+			answered("v", "granted"),
+			expect("handoff h>w", reply(granted)), // through Redis, which finds h's field gone (nil)
+			answered("uh", "notheld"),
+			expect("lock w", reply(refused(10*time.Second))), // v holds
+			unanswered("w"),
+		}},
 		{name: "a fresh grant ends another owner's hold kept under its own field too", steps: []step{
 			lock("h", "h", 0),
 			expect("lock h", reply(granted)),
