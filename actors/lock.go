@@ -216,6 +216,7 @@ func (a *lockActor) onWake(n news) {
 	if a.scheme.exclusive() && a.held() && (ours || n.msgs == 0) {
 		return // our own release's echo, or a resubscription while we hold
 	}
+	prev := a.verdict
 	a.forgetVerdict()
 	// The attempt this pass makes for the queue answers a release message:
 	// if it wins, we requeue (see attempted). Only a waiter queued now can
@@ -223,8 +224,15 @@ func (a *lockActor) onWake(n news) {
 	a.wokenByMsg = n.msgs > 0 && !a.waiters.empty()
 	if a.wokenByMsg && a.scheme.handsOff() && a.others && (a.outrun.IsZero() || a.now.Sub(a.outrun) < yieldFor) {
 		// Other processes listen: let one of theirs go first (see
-		// yieldWindow); the queue tries when the window ends.
-		a.verdict = verdict{until: a.now.Add(yieldWindow), all: true}
+		// yieldWindow); the queue tries when the window ends. A yield
+		// under way keeps its end: were each message to start the window
+		// again, a peer releasing more often than yieldWindow would keep
+		// this queue from ever trying.
+		until := a.now.Add(yieldWindow)
+		if a.yielding && prev.until.After(a.now) && prev.until.Before(until) {
+			until = prev.until
+		}
+		a.verdict = verdict{until: until, all: true}
 		a.yielding, a.wokenByMsg = true, false
 	}
 }

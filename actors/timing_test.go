@@ -85,6 +85,13 @@ func TestYieldWindow(t *testing.T) {
 			callAfter(yieldWindow, "lock w", reply(granted)),
 			answered("w", "granted"),
 		)},
+		{name: "messages during the window do not move its end", steps: append(queued,
+			publish(ch, "0"),
+			noCall(yieldWindow-ms),
+			publish(ch, "0"), // another Client's short run ended
+			callAfter(ms, "lock w", reply(granted)),
+			answered("w", "granted"),
+		)},
 		{name: "yields lost for less than yieldFor: still a window; then at once", steps: append(queued,
 			publish(ch, "0"),
 			callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))), // another took it
