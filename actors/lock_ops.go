@@ -384,9 +384,11 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 				a.echoes++
 			}
 		}
-		if a.runOver(a.now) {
-			// The end of a run of hand-offs: our own release message wakes
-			// the local waiters, fairly, with everyone else's; a spin
+		if a.runOver(a.now) || a.handoffs > 0 && a.others {
+			// The end of a run of hand-offs, at its bound or for want of a
+			// local waiter to take the lock (the owners it served are on
+			// their way back, behind the release): our own release message
+			// wakes the local waiters, fairly, with everyone else's; a spin
 			// lock's hear none, and hold back instead (see spinner). With
 			// no message sent (refused), nobody else was told either:
 			// local waiters try now, below.

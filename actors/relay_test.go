@@ -242,5 +242,17 @@ func TestRelay(t *testing.T) {
 			expect("lock h", reply(granted)),
 			answered("h2", "granted"),
 		)},
+		{name: "a run that ends for want of a local waiter ends as at its bound", steps: relayedToW(
+			unlock("uw", "w"),
+			expect("unlock h", reply(released)),
+			answered("uw", "gone"),
+			// h comes back just behind the release, as the owners of a
+			// run do: it waits for the message and yields with the others.
+			lock("h2", "h", 0),
+			noCall(time.Millisecond),
+			publish(redisio.LockChannel("x"), "0"),
+			callAfter(yieldWindow, "lock h", reply(granted)),
+			answered("h2", "granted"),
+		)},
 	})
 }
