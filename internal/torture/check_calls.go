@@ -265,11 +265,17 @@ func CheckRenewals(l *Log, lim Limits) []Violation {
 	for _, rn := range l.Renewals {
 		ri := idx[rn.Res+"\x00"+rn.Field]
 		kind, why := VStray, "it never held it"
-		switch u := unnamed[rn.Res+"\x00"+rn.Client]; {
-		case ri != nil:
+		if ri != nil {
 			kind, why = ri.judge(l, rn.T, lim)
-		case u != nil:
-			if kind, _ = u.judge(l, rn.T, lim); kind != "" {
+		}
+		// A Mutex call's owner is named only once it holds: a field seen
+		// in a renewal while a Mutex call of its Client on the name is in
+		// flight (or just ended) may be that call's, given back unnamed,
+		// even when a hold relayed from it is recorded later.
+		if u := unnamed[rn.Res+"\x00"+rn.Client]; kind != "" && u != nil {
+			if mk, _ := u.judge(l, rn.T, lim); mk == "" {
+				kind = ""
+			} else if ri == nil {
 				why = fmt.Sprintf("it never held it, and no Mutex call of its Client on the name was in flight or ended in the %v before", lim.Recovery)
 			}
 		}

@@ -94,11 +94,12 @@ func TestRenewals(t *testing.T) {
 			Start: at(start), End: at(end), Out: OutCtx}
 	}
 	h := hl(1, PrimLock, "A/l", "x", 10, 3000) // Unlock returns at 3001
-	relayedTo := func(owner string, grant, end int) Hold {
+	relayedFrom := func(field, owner string, grant, end int) Hold {
 		r := hl(2, PrimLock, "A/l", owner, grant, end)
-		r.Relayed = "x"
+		r.Relayed = field
 		return r
 	}
+	relayedTo := func(owner string, grant, end int) Hold { return relayedFrom("x", owner, grant, end) }
 	tests := []struct {
 		name     string
 		holds    []Hold
@@ -121,6 +122,13 @@ func TestRenewals(t *testing.T) {
 		{"an unnamed owner soon after it", nil, []Call{mutexCall("A1", 100, 2000)}, []Renewal{rn(2500, "m")}, nil},
 		{"an unnamed owner long after it", nil, []Call{mutexCall("A1", 100, 2000)}, []Renewal{rn(8000, "m")}, []string{VStray}},
 		{"an unnamed owner during another Client's Mutex call", nil, []Call{mutexCall("A2", 100, 2000)}, []Renewal{rn(1000, "m")}, []string{VStray}},
+		// Seed 1 at 8f37a34: a Mutex call's grant waited for the previous
+		// hold's Unlock, the call's ctx ended, and the give-back relayed
+		// the hold to another owner, recorded under the unnamed field.
+		{"an unnamed owner during a Mutex call, its hold relayed later", []Hold{relayedFrom("m", "z", 3000, 4000)},
+			[]Call{mutexCall("A1", 100, 2000)}, []Renewal{rn(1000, "m")}, nil},
+		{"an unnamed owner long before its relayed hold", []Hold{relayedFrom("m", "z", 9000, 9500)},
+			[]Call{mutexCall("A1", 100, 200)}, []Renewal{rn(8000, "m")}, []string{VStray}},
 		// x's hold was relayed to y at 3000: Redis keeps y's under x's field.
 		{"x's field while y holds it by relay", []Hold{h, relayedTo("y", 3000, 6000)}, nil, []Renewal{rn(4000, "x")}, nil},
 		{"x's field after the relayed hold's Unlock", []Hold{h, relayedTo("y", 3000, 6000)}, nil, []Renewal{rn(6500, "x")}, []string{VRenewal}},
