@@ -9,16 +9,17 @@ import (
 )
 
 // TestRelayPassesTheHoldWithoutAScript: with relays on (the default), a
-// watchdog hold passes from one handle of a Client to another waiting one
-// with no script; Redis keeps it under the first owner's field until the
-// last owner releases it, and each handle's HoldCount is its own. With
-// relays off the same hand-off is one script, and the field moves.
+// watchdog hold that Redis confirmed while the Client listened on the
+// lock's channel passes from one handle of a Client to another waiting one
+// with no script; Redis keeps it under that owner's field until the last
+// owner releases it, and each handle's HoldCount is its own. With relays
+// off the same hand-off is one script, and the field moves.
 func TestRelayPassesTheHoldWithoutAScript(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		relay   bool
-		scripts int64 // between the holder's Unlock and the waiter's grant
+		scripts int64 // between the second holder's Unlock and the third's grant
 	}{
 		{"relay", true, 0},
 		{"no relay", false, 1},
@@ -28,25 +29,42 @@ func TestRelayPassesTheHoldWithoutAScript(t *testing.T) {
 			admin := srv.Client(t)
 			c := newClient(t, srv.Client(t), lockactor.WithRelay(tc.relay))
 			ctx := ctxFor(t, 10*time.Second)
-			holder, waiter := c.Lock("relay"), c.Lock("relay")
+			holder, first, second := c.Lock("relay"), c.Lock("relay"), c.Lock("relay")
 			if err := holder.Lock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			done := lockAsync(ctx, waiter)
-			within(t, 2*time.Second, "the waiter queued", func() bool { return lockactor.QueuedLock(c, "relay") >= 1 })
+			// The first waiter subscribes after the holder's grant: a force
+			// unlock in between would have gone unheard, so the first
+			// hand-off asks Redis (handoff.lua), which confirms first's
+			// hold under its own field.
+			done := lockAsync(ctx, first)
+			within(t, 2*time.Second, "the first waiter queued", func() bool { return lockactor.QueuedLock(c, "relay") >= 1 })
 			before := evalshaCalls(t, admin)
 			if err := holder.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := waitErr(t, done, 2*time.Second, "the waiter"); err != nil {
+			if err := waitErr(t, done, 2*time.Second, "the first waiter"); err != nil {
+				t.Fatal(err)
+			}
+			if n := evalshaCalls(t, admin) - before; n != 1 {
+				t.Errorf("%d scripts for the first hand-off, want 1", n)
+			}
+			// The second waiter queues while the subscription stands.
+			done = lockAsync(ctx, second)
+			within(t, 2*time.Second, "the second waiter queued", func() bool { return lockactor.QueuedLock(c, "relay") >= 1 })
+			before = evalshaCalls(t, admin)
+			if err := first.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := waitErr(t, done, 2*time.Second, "the second waiter"); err != nil {
 				t.Fatal(err)
 			}
 			if n := evalshaCalls(t, admin) - before; n != tc.scripts {
-				t.Errorf("%d scripts for the hand-off, want %d", n, tc.scripts)
+				t.Errorf("%d scripts for the second hand-off, want %d", n, tc.scripts)
 			}
-			field := lockactor.OwnerOf(holder)
+			field := lockactor.OwnerOf(first)
 			if !tc.relay {
-				field = lockactor.OwnerOf(waiter)
+				field = lockactor.OwnerOf(second)
 			}
 			if got := admin.HGetAll(ctx, "relay").Val(); len(got) != 1 || got[field] != "1" {
 				t.Errorf("lock hash = %v, want only %s with one hold", got, field)
@@ -54,12 +72,12 @@ func TestRelayPassesTheHoldWithoutAScript(t *testing.T) {
 			for _, h := range []struct {
 				l    *lockactor.Lock
 				want int
-			}{{holder, 0}, {waiter, 1}} {
+			}{{holder, 0}, {first, 0}, {second, 1}} {
 				if n, err := h.l.HoldCount(ctx); n != h.want || err != nil {
 					t.Errorf("HoldCount = %d, %v; want %d", n, err, h.want)
 				}
 			}
-			if err := waiter.Unlock(ctx); err != nil {
+			if err := second.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if n := admin.Exists(ctx, "relay").Val(); n != 0 {

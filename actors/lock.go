@@ -200,11 +200,13 @@ func (a *lockActor) owes(owner string) bool {
 // after which messages may have been missed, makes the verdict stale.
 func (a *lockActor) onWake(n news) {
 	ours := !n.resync && n.msgs <= int64(a.echoes)
-	if n.msgs > int64(a.echoes) && a.held() {
-		// A message that is not our echo while we hold: a force unlock. No
-		// hold is relayed until Redis confirms it again. (A subscription,
-		// first or renewed, says nothing of the holds: they stand on
-		// their confirmation, as before any waiter subscribed.)
+	if n.resync || n.msgs > int64(a.echoes) && a.held() {
+		// A message that is not our echo while we hold: a force unlock. A
+		// (re)subscription, or a connection lost: a force unlock since the
+		// holds' confirmation may have gone unheard (a torture run relayed
+		// a hold a ForceUnlock had deleted while the subscription was down
+		// after a restart). Either way no hold is relayed until Redis
+		// confirms it again; the next hand-off goes through handoff.lua.
 		a.doubted = a.now
 	}
 	a.echoes = max(0, a.echoes-int(n.msgs))

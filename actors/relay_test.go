@@ -211,6 +211,25 @@ func TestRelay(t *testing.T) {
 			answered("uh", "gone"),
 			answered("w", "granted"),
 		}},
+		// Random seed 1795888643157479032 at 8f37a34: after a restart, a
+		// ForceUnlock deleted h's hold before the subscription was back;
+		// h's release relayed it, and w held a ghost.
+		{name: "a subscription after the confirmation: the hand-off goes through Redis, then relays resume", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("w", "w", 0),
+			channelEvent(redisio.LockChannel("x"), redisio.Subscribed),
+			noCall(ms),
+			unlock("uh", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("uh", "gone"),
+			answered("w", "granted"),
+			lock("v", "v", 0),
+			unlock("uw", "w"),
+			answered("uw", "gone"),
+			answered("v", "granted"), // confirmed by the hand-off: a relay
+		}},
 		{name: "a fixed lease hands off through Redis", steps: []step{
 			lock("h", "h", long),
 			expect("lock h", reply(granted)),
