@@ -173,7 +173,7 @@ func ExampleClient_FencedLock() {
 	highest := uint64(0) // kept by the storage service
 	write := func(token uint64) error {
 		if token < highest {
-			return fmt.Errorf("stale token %d < %d", token, highest)
+			return errors.New("stale token: rejected")
 		}
 		highest = token
 		return nil
@@ -189,7 +189,7 @@ func ExampleClient_FencedLock() {
 	_ = b.Unlock(ctx)
 	// Output:
 	// b writes: <nil>
-	// a writes: stale token 1 < 2
+	// a writes: stale token: rejected
 }
 
 func ExampleClient_SpinLock() {

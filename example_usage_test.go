@@ -84,8 +84,9 @@ func Example_fencedLock() {
 		log.Fatal(err)
 	}
 	defer lock.Unlock(ctx)
-	fmt.Println("write with token", lock.Token()) // the storage refuses tokens below the highest it saw
-	// Output: write with token 1
+	token := lock.Token() // send it with each write: the storage refuses tokens below the highest it saw
+	fmt.Println("holding the ledger with a token:", token != 0)
+	// Output: holding the ledger with a token: true
 }
 
 // A read-write lock admits many readers or one writer.

@@ -238,12 +238,14 @@ func TestRedissonPeerFencedLayout(t *testing.T) {
 	peer := newPeer(rdb)
 	l := newClient(t, srv.Client(t)).FencedLock("pfenced")
 	ctx := ctxFor(t, 20*time.Second)
-	rdb.Set(ctx, "redisson_lock_token:{pfenced}", 41, 0) // tokens a Java client issued
+	// Tokens a Java client issued, above the clock (which our grants also
+	// read): ours continues the shared counter.
+	rdb.Set(ctx, "redisson_lock_token:{pfenced}", aheadOfClock+41, 0)
 	if err := l.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if l.Token() != 42 {
-		t.Fatalf("token = %d, want 42 (continuing the shared counter)", l.Token())
+	if l.Token() != aheadOfClock+42 {
+		t.Fatalf("token = %d, want %d (continuing the shared counter)", l.Token(), aheadOfClock+42)
 	}
 	if ok, _, _ := peer.tryLock(ctx, "pfenced"); ok {
 		t.Fatal("peer got a fenced lock we hold")

@@ -10,12 +10,20 @@
 --          name (0: none) for a hold from zero, and the hold's own token
 --          minus one for a reentrant grant of a hold it already has.
 --
--- A counter below the floor went back (a failover lost the writes that
--- raised it, or it was deleted): it is first raised to the floor, an
--- ordinary write that other clients' INCRs continue from. Then a grant from
--- zero holds INCRs it, so the token is max(counter, floor) + 1; a reentrant
--- grant reports the counter as it is (a hold keeps one token), unless it
--- was not above the floor, in which case it INCRs too.
+-- A grant from zero holds draws the token max(counter, floor) + 1, or the
+-- server's clock in microseconds (TIME) when that is higher, and leaves it
+-- in the counter, an ordinary write that other clients' INCRs continue
+-- from. Tokens therefore follow the clock: whatever put the counter back
+-- (a failover that lost writes, a restart without persistence, a DEL),
+-- the next grant is above every token drawn at an earlier server time, on
+-- any server whose clock agrees.
+--
+-- A reentrant grant reports the counter as it is (a hold keeps one token),
+-- unless it is not above the floor (the counter went back below the hold's
+-- token): then the counter is put back to floor + 1, the hold's token.
+--
+-- Tokens stay exact in Lua's numbers below 2^53 (the clock reaches it in
+-- the year 2255).
 --
 -- Returns {1, token} when granted, token > floor.
 -- Returns {0, pttl} when another owner holds the lock.
@@ -27,11 +35,18 @@ redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
 local floor = tonumber(ARGV[3])
 local counter = tonumber(redis.call('get', KEYS[2]) or '0')
-if counter < floor then
-    redis.call('set', KEYS[2], ARGV[3])
-    counter = floor
+if not fresh and counter > floor then
+    return {1, counter}
 end
-if fresh or counter == floor then
-    return {1, redis.call('incr', KEYS[2])}
+-- The counter is raised to what the token must exceed, then INCRed: the
+-- token is max(counter, floor, clock - 1) + 1 (no clock for a reentrant
+-- grant), and INCR keeps a counter another client raised exact.
+local target = floor
+if fresh then
+    local t = redis.call('time')
+    target = math.max(target, tonumber(t[1]) * 1000000 + tonumber(t[2]) - 1)
 end
-return {1, counter}
+if counter < target then
+    redis.call('set', KEYS[2], string.format('%.0f', target))
+end
+return {1, redis.call('incr', KEYS[2])}

@@ -109,43 +109,25 @@ func CheckSemaphoreBound(l *Log, spans []Span, lim Limits) []Violation {
 // CheckFencingTokens reports fenced holds whose tokens do not grow with real
 // time: when hold X's grant returned before hold Y's acquire call started,
 // X's token must be lower than Y's; and no two holds share a token. Tokens
-// are only compared within one life of the server (a restart loses the
-// counter), and holds whose grant may straddle a restart are left out.
+// follow the server's clock (fenced_lock.lua), so they are compared over
+// the whole run, across Clients, restarts that lost the counter and
+// failovers that lost writes, for every hold in spans that has a token.
 func CheckFencingTokens(l *Log, spans []Span) []Violation {
-	type key struct {
-		res   string
-		epoch int
-	}
-	groups := map[key][]*Hold{}
+	byRes := map[string][]*Hold{}
 	for _, s := range spans {
-		h := s.H
-		if h.Prim != PrimFenced || h.Token == 0 {
-			continue
-		}
-		if e, ok := serverEpoch(l, serverOf(h.Res), h); ok {
-			k := key{h.Res, e}
-			groups[k] = append(groups[k], h)
+		if h := s.H; h.Prim == PrimFenced && h.Token != 0 {
+			byRes[h.Res] = append(byRes[h.Res], h)
 		}
 	}
 	var vs []Violation
-	keys := make([]key, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if c := strings.Compare(a.res, b.res); c != 0 {
-			return c
-		}
-		return a.epoch - b.epoch
-	})
-	for _, k := range keys {
-		hs := groups[k]
+	for _, res := range sortedKeys(byRes) {
+		hs := byRes[res]
 		seen := map[uint64]*Hold{}
 		for _, h := range hs {
 			if o := seen[h.Token]; o != nil {
 				vs = append(vs, Violation{Check: VFencing, At: h.Grant, Msg: fmt.Sprintf(
 					"%s: token %d issued twice: hold #%d by %s granted %s and hold #%d by %s granted %s",
-					k.res, h.Token, o.ID, o.Owner, l.at(o.Grant), h.ID, h.Owner, l.at(h.Grant))})
+					res, h.Token, o.ID, o.Owner, l.at(o.Grant), h.ID, h.Owner, l.at(h.Grant))})
 			}
 			seen[h.Token] = h
 		}
@@ -164,7 +146,7 @@ func CheckFencingTokens(l *Log, spans []Span) []Violation {
 			if top != nil && top.Token > y.Token { // equal tokens: reported above
 				vs = append(vs, Violation{Check: VFencing, At: y.Grant, Msg: fmt.Sprintf(
 					"%s: hold #%d by %s got token %d (call started %s) after hold #%d by %s had token %d (granted %s)",
-					k.res, y.ID, y.Owner, y.Token, l.at(y.AcqStart), top.ID, top.Owner, top.Token, l.at(top.Grant))})
+					res, y.ID, y.Owner, y.Token, l.at(y.AcqStart), top.ID, top.Owner, top.Token, l.at(top.Grant))})
 			}
 		}
 	}
@@ -219,24 +201,6 @@ func clientOf(owner string) string {
 		return owner[:i]
 	}
 	return owner
-}
-
-// serverEpoch is how many restarts of server preceded h's acquire call;
-// false when a restart may have happened while its script ran.
-func serverEpoch(l *Log, server string, h *Hold) (int, bool) {
-	n := 0
-	for _, f := range l.Faults {
-		if f.Kind != FaultRestart || f.Server != server {
-			continue
-		}
-		switch {
-		case !f.End.Add(restartMargin).After(h.AcqStart):
-			n++
-		case f.Start.Before(h.Grant):
-			return 0, false
-		}
-	}
-	return n, true
 }
 
 // sortedKeys returns m's keys in order, for deterministic reports.

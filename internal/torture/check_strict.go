@@ -43,9 +43,10 @@ type StrictLimits struct {
 //     (Lost) or could know (lease), with its length.
 //   - CheckLostDeadline: a watchdog hold's Lost closes by the end the
 //     Client can compute from the confirmations it saw.
-//   - CheckClientTokens: one Client's fencing tokens for a name never go
-//     back (tokens across Clients may, after a lossy switch: see
-//     docs/DEPLOYMENT.md; that is not judged).
+//   - CheckFencingTokens over the whole run: a fenced grant's token is
+//     above every token granted before its call began, whichever Client
+//     holds it and whatever the switches lost (tokens follow the server's
+//     clock); and CheckClientTokens, one Client's own.
 //   - CheckSettle: every name free soon after the run.
 //   - As everywhere: hangs, call errors (an ErrNotHeld that no Lost or
 //     lease explains is a holder that was not told), Lost after a release
@@ -60,6 +61,7 @@ func CheckStrict(l *Log, lim Limits, rx Relaxations, sl StrictLimits) []Violatio
 	var vs []Violation
 	vs = append(vs, exclusion(l, safe, lim, func(a, b Span) bool { return toldOfSwitch(l, a, b) })...)
 	vs = append(vs, CheckLostDeadline(l, sl)...)
+	vs = append(vs, CheckFencingTokens(l, safe)...)
 	vs = append(vs, CheckClientTokens(l)...)
 	vs = append(vs, CheckSettle(l)...)
 	vs = append(vs, CheckHangs(l, lim)...)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockactor/lockactor/internal/redistest"
 )
@@ -71,6 +74,8 @@ func (r *runner) apply(tb testing.TB, p Planned) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		f.Detail = fmt.Sprintf("(err %v)", r.admin[p.Server].ScriptFlush(ctx).Err())
 		cancel()
+	case FaultTokenDelete:
+		f.Detail = deleteTokens(r.admin[p.Server])
 	case FaultDenyPublish:
 		nodes := func() []*redistest.Server { return []*redistest.Server{srv} }
 		if t, ok := r.cfg.Topology.(interface{ allNodes() []*redistest.Server }); ok {
@@ -146,4 +151,32 @@ func (b bgTB) Skipf(format string, args ...any) { b.Fatalf(format, args...) }
 
 func (b bgTB) Errorf(format string, args ...any) {
 	b.r.violate(VWorkload, "fault injection: "+fmt.Sprintf(format, args...))
+}
+
+// deleteTokens deletes every fencing token counter rdb's server (each
+// master, on a Cluster) has and says how many it found.
+func deleteTokens(rdb redis.UniversalClient) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var n atomic.Int64
+	del := func(ctx context.Context, node *redis.Client) error {
+		keys, err := node.Keys(ctx, "redisson_lock_token:*").Result()
+		for _, k := range keys { // one by one: a Cluster node's keys span slots
+			if err == nil {
+				err = node.Del(ctx, k).Err()
+				n.Add(1)
+			}
+		}
+		return err
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, del)
+	case *redis.Client:
+		err = del(ctx, c)
+	default:
+		err = fmt.Errorf("no way to reach every node of a %T", rdb)
+	}
+	return fmt.Sprintf("%d counter(s) deleted (err %v)", n.Load(), err)
 }

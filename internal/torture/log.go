@@ -322,11 +322,15 @@ const (
 	// Client stays in flight that much longer, and callers that arrive
 	// meanwhile queue behind it in its actors.
 	FaultSlowLink
+	// FaultTokenDelete deletes every fencing token counter on the server
+	// (Redisson's RFencedLock.delete() does it to one): the counters start
+	// again from nothing, as after a restart without persistence.
+	FaultTokenDelete
 	numFaultKinds
 )
 
 var faultNames = [numFaultKinds]string{"hook", "client-kill-pubsub", "client-kill-normal", "sigstop", "restart", "semaphore-generation", "block", "late-release",
-	"script-flush", "deny-publish", "pubsub-delay", "slow-link"}
+	"script-flush", "deny-publish", "pubsub-delay", "slow-link", "token-delete"}
 
 // String names the fault.
 func (k FaultKind) String() string {

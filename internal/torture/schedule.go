@@ -87,7 +87,7 @@ func Plan(seed int64, d time.Duration, clients map[string]int) []Planned {
 			// windows (where most bugs show) or without a restart slot.
 			bag = []FaultKind{FaultHook, FaultHook, FaultHook, FaultKillPubSub, FaultKillNormal, FaultPause, FaultPause, FaultRestart,
 				FaultBlock, FaultBlock, FaultBlock, FaultBlock, FaultLate, FaultLate, FaultScriptFlush, FaultDenyPublish,
-				FaultSubDelay, FaultSubDelay, FaultSlowLink, FaultSlowLink}
+				FaultSubDelay, FaultSubDelay, FaultSlowLink, FaultSlowLink, FaultTokenDelete}
 			rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
 		p := Planned{At: at, Kind: bag[0], Server: "A"}

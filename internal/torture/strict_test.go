@@ -41,9 +41,13 @@ func TestCheckStrict(t *testing.T) {
 			[]Hold{hl(1, PrimRead, "A/rw", "A1:x", 10, 300), hl(2, PrimRead, "A/rw", "A2:y", 200, 400)}, nil, nil},
 		{"one Client's token back across a failover",
 			[]Hold{fenced(hl(1, PrimFenced, "A/f", "A1:x", 10, 20), 5), fenced(hl(2, PrimFenced, "A/f", "A1:y", 300, 310), 3)},
-			[]string{VClientTok}, []string{VClientTok}},
-		{"another Client's token back across a failover (not judged)",
-			[]Hold{fenced(hl(1, PrimFenced, "A/f", "A1:x", 10, 20), 5), fenced(hl(2, PrimFenced, "A/f", "A2:y", 300, 310), 3)}, nil, nil},
+			[]string{VClientTok, VFencing}, []string{VClientTok, VFencing}},
+		// Tokens follow the server's clock: across Clients too.
+		{"another Client's token back across a failover",
+			[]Hold{fenced(hl(1, PrimFenced, "A/f", "A1:x", 10, 20), 5), fenced(hl(2, PrimFenced, "A/f", "A2:y", 300, 310), 3)},
+			[]string{VFencing}, []string{VFencing}},
+		{"another Client's token rising across a failover",
+			[]Hold{fenced(hl(1, PrimFenced, "A/f", "A1:x", 10, 20), 5), fenced(hl(2, PrimFenced, "A/f", "A2:y", 300, 310), 8)}, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,8 +32,8 @@ type ReplicaProbe struct {
 // Relaxations are what a topology run's faults allow beyond a single
 // server's, and the replica probes. The checks that stay strict in every
 // variant: no caller left unanswered (hangs, no-deadline Unlocks), no call
-// returning an error it may not, renewals only of holds, each Client's own
-// fencing tokens, liveness outside fault windows, and every check outside
+// returning an error it may not, renewals only of holds, fencing tokens
+// (across Clients, over the whole run), liveness outside fault windows, and every check outside
 // Unsafe windows.
 type Relaxations struct {
 	// Unsafe windows are where the deployment may lose writes it had
@@ -43,10 +43,9 @@ type Relaxations struct {
 	// there still extended the hold locally).
 	// A hold open when one starts is cut there (its owner may not know it
 	// lost the lock), and a hold whose grant may have been written inside
-	// one is left out of mutual exclusion, the permit bound and fencing;
-	// fencing tokens are compared only within the stretches between them,
-	// except one Client's own, which must rise across them too
-	// (CheckClientTokens).
+	// one is left out of mutual exclusion and the permit bound. Fencing
+	// tokens are not relaxed: they follow the server's clock, and are
+	// compared over the whole run (CheckFencingTokens).
 	// Renewals seen inside one are not judged either: while the master is
 	// unreachable a Client's queue of scripts for it waits, and renewals
 	// queued before an Unlock go out after the Unlock returned (an error),
@@ -69,9 +68,7 @@ func CheckTopology(l *Log, lim Limits, rx Relaxations) []Violation {
 	var vs []Violation
 	vs = append(vs, CheckMutualExclusion(l, safe, lim)...)
 	vs = append(vs, CheckSemaphoreBound(l, safe, lim)...)
-	for _, era := range rx.eras(safe) {
-		vs = append(vs, CheckFencingTokens(l, era)...)
-	}
+	vs = append(vs, CheckFencingTokens(l, SafeSpans(l))...) // tokens follow the clock: no relaxing
 	vs = append(vs, CheckClientTokens(l)...)
 	vs = append(vs, CheckHangs(l, lim)...)
 	vs = append(vs, CheckLiveness(l, live, lim)...)
@@ -111,37 +108,6 @@ func (rx Relaxations) Cut(spans []Span) []Span {
 
 // granted reports whether h's grant may have been written during w.
 func granted(h *Hold, w Interval) bool { return h.AcqStart.Before(w.B) && h.Grant.After(w.A) }
-
-// eras groups the fenced spans by the stretch between Unsafe windows of
-// their resource in which they were granted, leaving out those granted
-// inside one: a token counter may go back across a lossy switch,
-// never within a stretch.
-func (rx Relaxations) eras(spans []Span) [][]Span {
-	byEra := map[int][]Span{}
-	for _, s := range spans {
-		if s.H.Prim != PrimFenced {
-			continue
-		}
-		era, ok := 0, true
-		for _, w := range rx.Unsafe {
-			switch {
-			case !w.covers(s.H.Res):
-			case granted(s.H, w.Interval):
-				ok = false
-			case !w.B.After(s.H.AcqStart):
-				era++
-			}
-		}
-		if ok {
-			byEra[era] = append(byEra[era], s)
-		}
-	}
-	out := make([][]Span, 0, len(byEra))
-	for _, e := range sortedKeys(byEra) {
-		out = append(out, byEra[e])
-	}
-	return out
-}
 
 // unjudged is l with the ghost probes of holds whose grant-to-probe stretch
 // overlaps a Frozen or Unsafe window of their resource marked as not gone.
