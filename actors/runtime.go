@@ -108,8 +108,9 @@ type Runtime struct {
 
 	// Following a Sentinel group's master (switch.go).
 	watches  bool           // the client follows a master that can change
-	watching sync.WaitGroup // the watcher, until it has stopped
+	watching sync.WaitGroup // the watcher and the sentinels' listener, until they have stopped
 	fairSeen sync.Map       // fair lock name -> when its actor last had waiters (UnixNano)
+	news     failoverNews   // what the sentinels announced (switch.go)
 }
 
 // NewRuntime starts an actor system for the lock actors of one Client.
@@ -121,8 +122,12 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	rt.conn = conn
 	if conn.FollowsMaster() {
 		rt.watches = true
-		rt.watching.Add(1)
+		rt.watching.Add(2)
 		go rt.watchMaster()
+		go func() {
+			defer rt.watching.Done()
+			conn.WatchSentinels(rt.ctx, rt.news.tell)
+		}()
 	}
 	return rt
 }
@@ -189,6 +194,7 @@ func newRuntimeWith(cfg Config, sched scheduler, io store, ps channels) *Runtime
 		tokens:  newTokenMemory(cfg.TokenMemory),
 		done:    make(chan struct{}),
 		stopCtx: ctx,
+		news:    failoverNews{nudge: make(chan struct{}, 1)},
 	}
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockactor/lockactor/messages"
@@ -34,6 +35,16 @@ import (
 // switchCheckEvery is how often the runtime asks which server is master,
 // and re-reads its holds while it follows a switch.
 const switchCheckEvery = 250 * time.Millisecond
+
+// While a failover is under way (a sentinel announced the master down, or
+// a failover started), the runtime asks every switchCheckFast instead,
+// for switchFastFor; a sentinel that announces the new master (the
+// replica promoted, or the new configuration) names it, and the runtime
+// follows it at once, without asking. See redisio.WatchSentinels.
+const (
+	switchCheckFast = 10 * time.Millisecond
+	switchFastFor   = 10 * time.Second
+)
 
 // switchFollowMax bounds how long the runtime re-reads holds after a
 // switch while its client's pool has not been seen on the new master.
@@ -68,6 +79,36 @@ type queueRead struct {
 	err    error
 }
 
+// failoverNews is what the sentinels announced and watchMaster has not
+// taken yet: a nudge, and the newest master a sentinel named.
+type failoverNews struct {
+	nudge chan struct{} // one pending nudge at most
+	mu    sync.Mutex
+	named string // the master the latest +promoted-slave or +switch-master named
+}
+
+// tell records ev and nudges the watcher; it never blocks.
+func (f *failoverNews) tell(ev redisio.SentinelEvent) {
+	if ev.Master != "" {
+		f.mu.Lock()
+		f.named = ev.Master
+		f.mu.Unlock()
+	}
+	select {
+	case f.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the master named since the last take, if any.
+func (f *failoverNews) take() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	named := f.named
+	f.named = ""
+	return named
+}
+
 // watchMaster runs while the runtime lives: see the comment at the top.
 func (rt *Runtime) watchMaster() {
 	defer rt.watching.Done()
@@ -80,27 +121,42 @@ func (rt *Runtime) watchMaster() {
 	})
 	defer t.Stop()
 	var known string    // the master last seen
+	var from string     // the master before the switch being followed
 	var since time.Time // when the switch being followed was seen; zero: none
 	var reached bool    // the pool was seen on known: one last read is due
+	var fast time.Time  // asking every switchCheckFast until then
 	for {
 		select {
 		case <-rt.done:
 			return
 		case <-tick:
+		case <-rt.news.nudge:
+			fast = rt.sched.Now().Add(switchFastFor)
 		}
-		t.Reset(switchCheckEvery)
-		if since.IsZero() && !rt.hasActors() {
+		if rt.sched.Now().Before(fast) {
+			t.Reset(switchCheckFast)
+		} else {
+			t.Reset(switchCheckEvery)
+		}
+		named := rt.news.take()
+		if since.IsZero() && named == "" && !rt.hasActors() {
 			continue // idle: silent
 		}
 		ctx, cancel := context.WithTimeout(rt.ctx, 4*switchCheckEvery)
-		now := rt.conn.Master(ctx)
+		now := named
+		if now == "" {
+			now = rt.conn.Master(ctx)
+		}
 		switch {
 		case now == "":
 		case known == "":
 			known = now
+		case now == from && !since.IsZero():
+			// A sentinel not yet told still names the former master: the
+			// switch another one announced stands.
 		case now != known:
 			rt.cfg.Logger.Warn("lockactor: master switched; re-reading holds there", "from", known, "to", now)
-			known, since, reached = now, rt.sched.Now(), false
+			from, known, since, reached = known, now, rt.sched.Now(), false
 		}
 		if !since.IsZero() {
 			final := reached || rt.sched.Now().Sub(since) > switchFollowMax

@@ -373,6 +373,9 @@ type Log struct {
 	// Switches are the moments the sentinels named a new master (strict
 	// variant only; see CheckStrict).
 	Switches []Switch
+	// News is what the sentinels announced of failovers (Sentinel
+	// variants), for the strict variant's report.
+	News []SentinelNews
 	// Settle is what the strict variant saw of the names once the run and
 	// its faults were over (see CheckSettle); nil in other runs.
 	Settle *Settle

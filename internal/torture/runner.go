@@ -170,8 +170,11 @@ func Run(tb testing.TB, cfg Config) Result {
 		plan = Plan(cfg.Seed, cfg.Duration, clients)
 	}
 	var switches *switchWatch
+	var news *newsWatch
 	if st, ok := cfg.Topology.(interface{ sentinels() (string, []string) }); ok {
 		switches = watchSwitches(st.sentinels())
+		_, addrs := st.sentinels()
+		news = watchNews(addrs)
 	}
 	start := time.Now()
 	r.start = start
@@ -207,6 +210,7 @@ func Run(tb testing.TB, cfg Config) Result {
 	log := r.collect(start, time.Now())
 	if switches != nil {
 		log.Switches = switches.end()
+		log.News = news.end()
 		if _, strict := cfg.Topology.(strictTopology); !strict {
 			r.unplannedSwitches(log)
 		}

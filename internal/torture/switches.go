@@ -165,19 +165,30 @@ func toldOfSwitch(l *Log, earlier, later Span) bool {
 	return endedSoon(earlier) || endedSoon(later)
 }
 
-// switchOverlaps counts the overlaps toldOfSwitch excuses, and the longest.
-func switchOverlaps(l *Log, lim Limits) (n int, longest time.Duration) {
+// switchOverlap is one overlap toldOfSwitch excuses: the later hold
+// entered at Entered, Length before one side ended, after Switch.
+type switchOverlap struct {
+	Res     string
+	Entered time.Time
+	Length  time.Duration
+	Switch  Switch
+}
+
+// switchOverlaps lists the overlaps toldOfSwitch excuses, in time order.
+func switchOverlaps(l *Log, lim Limits) []switchOverlap {
+	var out []switchOverlap
 	exclusion(l, SafeSpans(l), lim, func(a, b Span) bool {
 		if !toldOfSwitch(l, a, b) {
 			return false
 		}
-		n++
 		end := a.B
 		if b.B.Before(end) {
 			end = b.B
 		}
-		longest = max(longest, end.Sub(b.A))
+		s, _ := switchBefore(l.Switches, b.A)
+		out = append(out, switchOverlap{Res: b.H.Res, Entered: b.A, Length: end.Sub(b.A), Switch: s})
 		return true
 	})
-	return n, longest
+	slices.SortFunc(out, func(x, y switchOverlap) int { return x.Entered.Compare(y.Entered) })
+	return out
 }

@@ -3,6 +3,7 @@ package torture
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -247,11 +248,14 @@ func (r *runner) topoFigures(l *Log) map[string]int {
 	delete(m, "unsafe windows")
 	// Counted even when zero, so that a run's figures show each of them.
 	m["holds whose Lost closed while held"], m["names not free at the settle"] = 0, 0
-	m["tokens back or repeated across Clients (not judged)"] = len(CheckFencingTokens(l, SafeSpans(l)))
 	m["master switches (sentinels naming a new one)"] = len(l.Switches)
-	n, longest := switchOverlaps(l, r.lim)
-	m["overlaps after a switch, one side told within 1s (allowed)"] = n
-	m["longest allowed overlap after a switch (ms)"] = int(longest.Milliseconds())
+	overlaps := switchOverlaps(l, r.lim)
+	m["overlaps after a switch, one side told within 1s (allowed)"] = len(overlaps)
+	m["longest allowed overlap after a switch (ms)"] = 0
+	for _, o := range overlaps {
+		m["longest allowed overlap after a switch (ms)"] = max(m["longest allowed overlap after a switch (ms)"], int(o.Length.Milliseconds()))
+	}
+	r.reportNews(l, overlaps)
 	for _, rr := range l.RenewReplies {
 		switch {
 		case rr.Acks < 0:
@@ -275,4 +279,27 @@ func (r *runner) topoFigures(l *Log) map[string]int {
 		}
 	}
 	return m
+}
+
+// reportNews logs, per switch, when the sentinels announced each step of
+// it, and per allowed overlap, its length and when the later holder
+// entered against the switch: the measure of how soon a Client could
+// learn of a failover from the sentinels' own news.
+func (r *runner) reportNews(l *Log, overlaps []switchOverlap) {
+	var prev time.Time
+	for _, s := range l.Switches {
+		r.logf("switch %s -> %s named at %s; sentinel news against it: %s", s.From, s.To, l.at(s.At), newsBefore(l.News, s, prev))
+		prev = s.At
+	}
+	lengths := make([]time.Duration, 0, len(overlaps))
+	for _, o := range overlaps {
+		lengths = append(lengths, o.Length)
+		r.logf("allowed overlap %v on %s: the later holder entered %+.3fs after the switch named at %s",
+			o.Length.Round(time.Millisecond), o.Res, o.Entered.Sub(o.Switch.At).Seconds(), l.at(o.Switch.At))
+	}
+	if len(lengths) > 0 {
+		slices.Sort(lengths)
+		q := func(p float64) time.Duration { return lengths[int(p*float64(len(lengths)-1))].Round(time.Millisecond) }
+		r.logf("allowed overlaps: %d, length p50 %v, p90 %v, max %v", len(lengths), q(0.5), q(0.9), q(1))
+	}
 }
