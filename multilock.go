@@ -109,7 +109,9 @@ func (gr *group) check(ctx context.Context) error {
 
 // acquire runs rounds on the coordinator until the group is held, the wait
 // bound (TryLock only) or ctx ends, or errors alone make the quorum
-// impossible; the call is recorded in the home Client's metrics.
+// impossible (members that did not answer within the node timeout count
+// only once no wait is left: they may answer the next round); the call is
+// recorded in the home Client's metrics.
 func (gr *group) acquire(ctx context.Context, opts []LockOption, tryOnly bool) (bool, error) {
 	if err := gr.check(ctx); err != nil {
 		return false, err

@@ -220,12 +220,22 @@ func (a *groupActor) acquired(r *round, timedOut bool) {
 	// Errors decide the answer only when they alone ruled the quorum out;
 	// refusals by other holders mean "not acquired", and another round.
 	impossible := len(a.g.Members)-len(errs) < a.g.Quorum
+	// Members that did not answer within the node timeout may answer the
+	// next round (a loaded machine, a first connection): while the wait
+	// lasts, only errors that rule the quorum out without them end it.
+	slow := 0
+	for _, err := range errs {
+		if errors.Is(err, errNoAnswer) {
+			slow++
+		}
+	}
+	lasting := len(a.g.Members)-(len(errs)-slow) < a.g.Quorum
 	a.giveBack(r.parts, func() {
 		more := !m.TryOnly && (a.deadline.IsZero() || a.now.Before(a.deadline))
 		switch {
 		case !m.Req.Pending():
 			a.pending = nil
-		case impossible:
+		case impossible && (lasting || !more):
 			a.pending = nil
 			m.Req.Answer(messages.Result{Err: errors.Join(errs...)})
 		case !more:
