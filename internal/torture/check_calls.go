@@ -338,7 +338,14 @@ func (ri *renewIndex) judge(l *Log, t time.Time, lim Limits) (string, string) {
 	if i > 0 {
 		h := ri.holds[i-1]
 		for _, c := range ri.calls {
-			if c.Start.After(h.Done) {
+			end := c.End
+			if !c.Returned() {
+				end = l.End
+			}
+			// A call that began after the Unlock, or was still running
+			// then: a relayed hold's field is also a MultiLock member's,
+			// whose rounds go on around the relay.
+			if c.Start.After(h.Done) || end.After(h.Done) {
 				next = c
 				break
 			}

@@ -132,6 +132,13 @@ func TestRenewals(t *testing.T) {
 		// x's hold was relayed to y at 3000: Redis keeps y's under x's field.
 		{"x's field while y holds it by relay", []Hold{h, relayedTo("y", 3000, 6000)}, nil, []Renewal{rn(4000, "x")}, nil},
 		{"x's field after the relayed hold's Unlock", []Hold{h, relayedTo("y", 3000, 6000)}, nil, []Renewal{rn(6500, "x")}, []string{VRenewal}},
+		// Seed 1 at e3d51e8: x was a MultiLock member whose give-back was
+		// relayed to y; the MultiLock's rounds went on, took x's field
+		// again after y's Unlock, and ended 100 ms before its renewal.
+		{"x's field soon after an acquire call that outlived the relayed hold", []Hold{h, relayedTo("y", 3000, 6000)},
+			[]Call{lockCall(5, 2000, 6500, OutCtx)}, []Renewal{rn(6600, "x")}, nil},
+		{"x's field long after an acquire call that outlived the relayed hold", []Hold{h, relayedTo("y", 3000, 6000)},
+			[]Call{lockCall(5, 2000, 6500, OutCtx)}, []Renewal{rn(12000, "x")}, []string{VStray}},
 		{"y's own field while it holds x's by relay", []Hold{h, relayedTo("y", 3000, 6000)}, nil, []Renewal{rn(4000, "y")}, []string{VStray}},
 	}
 	for _, tt := range tests {
