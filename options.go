@@ -122,7 +122,7 @@ func WithSpinPublish(on bool) Option {
 	return func(o *options) { o.spinQuiet = !on }
 }
 
-// WithRelay chooses how a Lock, Mutex or SpinLock held by one owner of
+// WithRelay chooses how a Lock or Mutex held by one owner of
 // this Client passes to the next owner of this Client waiting for it. On
 // (the default), the next owner takes over the hold Redis has, with no
 // round trip: the lock stays in Redis under the first owner's hash field
@@ -132,8 +132,10 @@ func WithSpinPublish(on bool) Option {
 // next owner's hold is no longer than the one Redis confirmed.
 //
 // Note: only holds renewed by the watchdog are relayed, and only while
-// Redis confirmed them within half the watchdog timeout; a WithLease hold
-// and a FencedLock (each grant takes a token) always hand off through Redis.
+// Redis confirmed them within half the watchdog timeout and since the
+// Client last subscribed to the lock's channel; a WithLease hold, a
+// FencedLock (each grant takes a token) and a SpinLock (it hears no force
+// unlock) always hand off through Redis.
 func WithRelay(on bool) Option {
 	return func(o *options) { o.noRelay = !on }
 }

@@ -19,11 +19,18 @@ import (
 // for a watchdog hold (no fixed lease on either side, which Redis would
 // have to be told of) whose last confirmation by Redis is younger than
 // half the watchdog timeout and since the last release message that was
-// not our own (a force unlock), found lost by nothing, with no master
-// switch being followed; otherwise the release hands off through Redis
+// not our own (a force unlock), and since the last (re)subscription
+// (before it, a force unlock may have gone unheard), found lost by
+// nothing, with no master switch being followed; otherwise the release
+// hands off through Redis
 // (handoff.lua), which confirms the next grant. Runs are bounded as every
 // hand-off run is (HandoffRun grants, HandoffRunTime): then, if other
 // processes listen, the lock is released and published.
+//
+// A spin lock never relays: it listens on no channel, so nothing would
+// tell it of a force unlock (a torture run relayed a hold another Client
+// had force-unlocked, twice, and the second owner held a ghost); each of
+// its hand-offs asks Redis.
 //
 // While a hold relayed from owner o lives, Redis takes any request under
 // o's field for o's own: o's next acquire waits for the relay to end
@@ -35,7 +42,7 @@ func (a *lockActor) relays(o *owed, head *messages.Acquire, now time.Time) bool 
 	if !relayChecked {
 		return !a.rt.cfg.NoRelay && h != nil && o.last
 	}
-	return !a.rt.cfg.NoRelay && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
+	return !a.rt.cfg.NoRelay && a.spin == nil && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
 		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2 && h.confirmed.After(a.doubted)
 }
 

@@ -118,6 +118,22 @@ func TestSpinActor_ReleasePublish(t *testing.T) {
 			answered("u", "gone"),
 			noCall(20*ms), // no "untold": nothing was asked
 		)},
+		// Random seed 1795892117002985525 at e3d51e8: another Client's
+		// ForceUnlock deleted a spin hold; two relays later, the third
+		// owner held a ghost. A spin lock hears no force unlock: a
+		// watchdog hold, confirmed a moment ago, still hands off through
+		// Redis.
+		{name: "a watchdog hold hands off through Redis: a spin lock never relays", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("w", "w", 0),
+			noCall(5 * ms),
+			unlock("u", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("u", "gone"),
+			answered("w", "granted"),
+		}},
 		{name: "quiet: a hand-off is the same script", spinQuiet: true, steps: holding(
 			lock("w", "w", long),
 			noCall(5*ms),
