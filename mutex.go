@@ -25,7 +25,8 @@ import (
 // a hold that ends by itself first (Lost closed: found gone, or its lease
 // ran out) stays the current one until its Unlock, and a grant that another
 // goroutine of this Mutex gets meanwhile waits for that Unlock (a TryLock
-// gives it back and reports false). So an Unlock never releases a hold
+// gives it back and reports false; a Lock whose grant lapses while it
+// waits gives it back and tries again). So an Unlock never releases a hold
 // another goroutine took after the first had lapsed.
 //
 // Use a *Lock (one handle per owner) for Redisson's per-owner reentrancy;
@@ -52,12 +53,17 @@ func (m *Mutex) Name() string { return m.name }
 // Lock waits until the mutex is held or ctx ends (then the error matches
 // ctx.Err() and nothing is held). WithWait is refused: Lock waits for ctx.
 func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) error {
-	l := m.handle()
-	if err := l.Lock(ctx, opts...); err != nil {
-		return err
+	for {
+		l := m.handle()
+		if err := l.Lock(ctx, opts...); err != nil {
+			return err
+		}
+		if ok, err := m.take(ctx, l, true); ok || err != nil {
+			return err
+		}
+		// The grant lapsed while it waited for the previous hold's Unlock
+		// (its lease ran out, or it was found gone): another attempt.
 	}
-	_, err := m.take(ctx, l, true)
-	return err
 }
 
 // TryLock makes one attempt, or waits up to WithWait; (false, nil) when the
@@ -121,10 +127,17 @@ func (m *Mutex) handle() *Lock {
 // Unlock has come: at once, unless that hold ended by itself and its
 // goroutine has not unlocked yet. Meanwhile Lock (wait) waits for that
 // Unlock or ctx; TryLock does not. A hold that does not become the
-// current one is given back.
+// current one is given back; so is one that lapsed while it waited (a
+// torture run handed over a 381 ms lease half a second after its grant):
+// then take reports false, and Lock tries again.
 func (m *Mutex) take(ctx context.Context, l *Lock, wait bool) (bool, error) {
-	for {
+	for waited := false; ; waited = true {
 		m.mu.Lock()
+		if m.cur == nil && waited && closed(l.box.current()) {
+			m.mu.Unlock()
+			_ = l.Unlock(ctx)
+			return false, nil
+		}
 		if m.cur == nil {
 			m.cur, m.vacant = l, make(chan struct{})
 			m.box.held(l.box.current())
@@ -143,5 +156,18 @@ func (m *Mutex) take(ctx context.Context, l *Lock, wait bool) (bool, error) {
 			_ = l.Unlock(ctx)
 			return false, kindMutex.err(m.name, ctx.Err())
 		}
+	}
+}
+
+// closed reports whether ch is closed (a nil ch is not).
+func closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -241,3 +241,45 @@ func TestMutexLapsedHoldUnlocksOnlyItself(t *testing.T) {
 		t.Fatalf("the second hold's Unlock = %v", err)
 	}
 }
+
+// A grant that lapses while it waits for the previous hold's Unlock is not
+// handed over: the waiting Lock gives it back and takes a fresh hold, whose
+// Lost is open when Lock returns. Before, a Cluster torture run handed a
+// goroutine a 381 ms lease half a second after Redis granted it.
+func TestMutexGrantLapsedWhileWaitingIsNotHandedOver(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	c := newClient(t, srv.Client(t))
+	ctx := ctxFor(t, 10*time.Second)
+	mu := c.Mutex("lapsed-wait")
+	if err := mu.Lock(ctx, lockactor.WithLease(100*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-mu.Lost():
+	case <-time.After(2 * time.Second):
+		t.Fatal("Lost still open after the lease ran out")
+	}
+	second := make(chan error, 1)
+	go func() { second <- mu.Lock(ctx, lockactor.WithLease(250*time.Millisecond)) }()
+	within(t, 2*time.Second, "the second goroutine's grant in Redis", func() bool { return admin.Exists(ctx, "lapsed-wait").Val() == 1 })
+	time.Sleep(500 * time.Millisecond) // the waiting grant's 250 ms lease runs out
+	if err := mu.Unlock(ctx); !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("the lapsed hold's Unlock = %v, want ErrNotHeld", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-mu.Lost():
+		t.Fatal("Lock returned a hold whose lease had run out while it waited")
+	default:
+	}
+	if n := admin.Exists(ctx, "lapsed-wait").Val(); n != 1 {
+		t.Fatal("Lock returned while Redis holds nothing")
+	}
+	if err := mu.Unlock(ctx); err != nil && !errors.Is(err, lockactor.ErrNotHeld) {
+		t.Fatalf("the second hold's Unlock = %v", err)
+	}
+}
