@@ -202,12 +202,14 @@ func (a *lockActor) supersede(k holdKey, field string) {
 // token minus one (the grant keeps that token, and a counter that went
 // back below it is put back to it); otherwise the highest token the
 // Client has seen for the name, so that a new hold's token is above every
-// one the Client has handed out for it.
-func (a *lockActor) tokenFloor(owner string, now time.Time) uint64 {
+// one the Client has handed out for it. fresh says which: true for a new
+// hold (the script then draws a new token, even when Redis still has a
+// stale hold of owner's field, as after a failover that lost its release).
+func (a *lockActor) tokenFloor(owner string, now time.Time) (floor uint64, fresh bool) {
 	if h := a.holds[holdKey{owner, messages.Exclusive}]; h.continues(now) && h.token > 0 {
-		return h.token - 1
+		return h.token - 1, false
 	}
-	return a.rt.tokens.floor(a.key.Name)
+	return a.rt.tokens.floor(a.key.Name), true
 }
 
 // tokenBehind records a fenced grant's token as seen by the Client and

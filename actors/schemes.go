@@ -79,7 +79,8 @@ func (fenced) handsOff() bool { return false }
 func (fenced) fences() bool   { return true }
 
 func (fenced) acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply {
-	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, a.fieldFor(m.Owner), lease, a.tokenFloor(m.Owner, a.now))
+	floor, fresh := a.tokenFloor(m.Owner, a.now)
+	return a.rt.io.FencedLock(a.rt.ctx, op, a.key.Name, a.fieldFor(m.Owner), lease, floor, fresh)
 }
 
 func (fenced) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {

@@ -20,7 +20,7 @@ type store interface {
 	// the publish (a quiet spin lock); Untold logs, once per Client, that
 	// the server refused a release's publish.
 	Lock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
-	FencedLock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, floor uint64) redisio.Reply
+	FencedLock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, floor uint64, fresh bool) redisio.Reply
 	Unlock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	UnlockQuiet(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	Untold(name string)

@@ -74,7 +74,7 @@ func (f *fakeStore) Lock(_ context.Context, op redisio.Op, _, o string, _ time.D
 }
 
 // FencedLock's call names its floor: "fenced_lock w>41".
-func (f *fakeStore) FencedLock(_ context.Context, op redisio.Op, _, o string, _ time.Duration, floor uint64) redisio.Reply {
+func (f *fakeStore) FencedLock(_ context.Context, op redisio.Op, _, o string, _ time.Duration, floor uint64, _ bool) redisio.Reply {
 	return f.latched(op, fmt.Sprintf("fenced_lock %s>%d", owner(o), floor), 0)
 }
 

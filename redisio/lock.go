@@ -25,11 +25,16 @@ func (c *Conn) Lock(ctx context.Context, op Op, name, owner string, lease time.D
 }
 
 // FencedLock runs fenced_lock.lua: granted with the hold's fencing token,
-// which is above floor, or the holder's remaining time to live. Read with
-// Reply.Fenced.
-func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease time.Duration, floor uint64) Reply {
+// which is above floor, or the holder's remaining time to live; fresh asks
+// for a new hold (a new token) whatever Redis has of owner's field. Read
+// with Reply.Fenced.
+func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease time.Duration, floor uint64, fresh bool) Reply {
+	newHold := "0"
+	if fresh {
+		newHold = "1"
+	}
 	return c.runLatched(ctx, op, scripts.Latched.FencedLock, []string{name, tokenKey(name), op.Latch},
-		ms(lease), owner, strconv.FormatUint(floor, 10), op.Seq, op.keepMS())
+		ms(lease), owner, strconv.FormatUint(floor, 10), newHold, op.Seq, op.keepMS())
 }
 
 // Unlock runs unlock.lua for one hold of owner; the last hold's release

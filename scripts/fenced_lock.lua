@@ -9,8 +9,15 @@
 --          lockactor passes the highest token its Client has seen for the
 --          name (0: none) for a hold from zero, and the hold's own token
 --          minus one for a reentrant grant of a hold it already has.
+-- ARGV[4]  "1" when the caller asks for a new hold (its floor is its
+--          highest token), "0" for a reentrant grant of a hold it has. A
+--          new hold draws a new token even when Redis still has a hold of
+--          the owner's field: a stale one, whose release a failover lost
+--          (a strict Sentinel torture run was handed such a stale hold's
+--          old token, below one another Client had been granted since).
 --
--- A grant from zero holds draws the token max(counter, floor) + 1, or the
+-- A new hold (ARGV[4] "1", or a free lock) draws the token
+-- max(counter, floor) + 1, or the
 -- server's clock in microseconds (TIME) when that is higher, and leaves it
 -- in the counter, an ordinary write that other clients' INCRs continue
 -- from. Tokens therefore follow the clock: whatever put the counter back
@@ -18,7 +25,8 @@
 -- the next grant is above every token drawn at an earlier server time, on
 -- any server whose clock agrees.
 --
--- A reentrant grant reports the counter as it is (a hold keeps one token),
+-- A reentrant grant (ARGV[4] "0", the hash holding the owner's field)
+-- reports the counter as it is (a hold keeps one token),
 -- unless it is not above the floor (the counter went back below the hold's
 -- token): then the counter is put back to floor + 1, the hold's token.
 --
@@ -27,14 +35,15 @@
 --
 -- Returns {1, token} when granted, token > floor.
 -- Returns {0, pttl} when another owner holds the lock.
-local fresh = redis.call('exists', KEYS[1]) == 0
-if not fresh and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+local free = redis.call('exists', KEYS[1]) == 0
+if not free and redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
     return {0, redis.call('pttl', KEYS[1])}
 end
 redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
 local floor = tonumber(ARGV[3])
 local counter = tonumber(redis.call('get', KEYS[2]) or '0')
+local fresh = free or ARGV[4] == '1'
 if not fresh and counter > floor then
     return {1, counter}
 end

@@ -33,20 +33,25 @@ func TestFencedLockFloor(t *testing.T) {
 		counter int64 // none: the key is absent
 		holder  string
 		floor   uint64
+		fresh   string  // ARGV[4]: "1" a new hold, "0" a reentrant grant
 		want    []int64 // the reply
 		after   int64   // the counter afterwards
 	}{
-		{"free, no counter, no floor", none, "", 0, []int64{1, clock}, clock},
-		{"free, counter and floor below the clock", 10, "", 4, []int64{1, clock}, clock},
-		{"free, counter above the floor and the clock", ahead + 10, "", 4, []int64{1, ahead + 11}, ahead + 11},
-		{"free, counter at the floor", ahead + 10, "", ahead + 10, []int64{1, ahead + 11}, ahead + 11},
-		{"free, counter below the floor", 7, "", ahead + 10, []int64{1, ahead + 11}, ahead + 11},
-		{"free, no counter, a floor above the clock", none, "", ahead + 21, []int64{1, ahead + 22}, ahead + 22},
-		{"reentrant, counter above the floor", 10, "me", 9, []int64{1, 10}, 10},
-		{"reentrant, counter at the floor", 10, "me", 10, []int64{1, 11}, 11},
-		{"reentrant, counter below the floor", 7, "me", 9, []int64{1, 10}, 10},
-		{"reentrant, no counter", none, "me", 0, []int64{1, 1}, 1},
-		{"held by another owner", 7, "other", 10, []int64{0, -2}, 7}, // pttl checked apart
+		{"free, no counter, no floor", none, "", 0, "1", []int64{1, clock}, clock},
+		{"free, counter and floor below the clock", 10, "", 4, "1", []int64{1, clock}, clock},
+		{"free, counter above the floor and the clock", ahead + 10, "", 4, "1", []int64{1, ahead + 11}, ahead + 11},
+		{"free, counter at the floor", ahead + 10, "", ahead + 10, "1", []int64{1, ahead + 11}, ahead + 11},
+		{"free, counter below the floor", 7, "", ahead + 10, "1", []int64{1, ahead + 11}, ahead + 11},
+		{"free, no counter, a floor above the clock", none, "", ahead + 21, "1", []int64{1, ahead + 22}, ahead + 22},
+		{"free, though the caller thought it reentrant", 10, "", 9, "0", []int64{1, clock}, clock},
+		{"reentrant, counter above the floor", 10, "me", 9, "0", []int64{1, 10}, 10},
+		{"reentrant, counter at the floor", 10, "me", 10, "0", []int64{1, 11}, 11},
+		{"reentrant, counter below the floor", 7, "me", 9, "0", []int64{1, 10}, 10},
+		{"reentrant, no counter", none, "me", 0, "0", []int64{1, 1}, 1},
+		// The strict Sentinel torture at e3d51e8: a failover lost a
+		// release, and the owner's next hold got the stale hold's token.
+		{"a stale hold of the caller's field, a new hold asked", 10, "me", 4, "1", []int64{1, clock}, clock},
+		{"held by another owner", 7, "other", 10, "1", []int64{0, -2}, 7}, // pttl checked apart
 	}
 	now := func() int64 {
 		t.Helper()
@@ -68,7 +73,7 @@ func TestFencedLockFloor(t *testing.T) {
 					rdb.HSet(ctx, name, tt.holder, 1)
 					rdb.PExpire(ctx, name, time.Minute)
 				}
-				s, keys, args := FencedLock, []string{name, token}, []any{30000, "me", tt.floor}
+				s, keys, args := FencedLock, []string{name, token}, []any{30000, "me", tt.floor, tt.fresh}
 				if latched {
 					s = Latched.FencedLock
 					keys = append(keys, "lockactor_latch:"+name+":test:fenced")
