@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockactor/lockactor/messages"
@@ -36,11 +35,14 @@ import (
 // and re-reads its holds while it follows a switch.
 const switchCheckEvery = 250 * time.Millisecond
 
-// While a failover is under way (a sentinel announced the master down, or
-// a failover started), the runtime asks every switchCheckFast instead,
-// for switchFastFor; a sentinel that announces the new master (the
-// replica promoted, or the new configuration) names it, and the runtime
-// follows it at once, without asking. See redisio.WatchSentinels.
+// While a failover is under way (a sentinel announced a step of one), the
+// runtime asks every switchCheckFast instead, for switchFastFor. It does
+// not follow the master a sentinel's +promoted-slave names before the
+// sentinels answer with it: following ahead of go-redis's pool (which
+// moves on +switch-master) capped a graceful failover's holds at their
+// copy's TTL on the new master, and a 3 s watchdog hold's Lost closed
+// (TestSentinelGracefulFailoverKeepsLocks, once in CI). See
+// redisio.WatchSentinels.
 const (
 	switchCheckFast = 10 * time.Millisecond
 	switchFastFor   = 10 * time.Second
@@ -80,33 +82,17 @@ type queueRead struct {
 }
 
 // failoverNews is what the sentinels announced and watchMaster has not
-// taken yet: a nudge, and the newest master a sentinel named.
+// taken yet: a nudge.
 type failoverNews struct {
 	nudge chan struct{} // one pending nudge at most
-	mu    sync.Mutex
-	named string // the master the latest +promoted-slave or +switch-master named
 }
 
-// tell records ev and nudges the watcher; it never blocks.
-func (f *failoverNews) tell(ev redisio.SentinelEvent) {
-	if ev.Master != "" {
-		f.mu.Lock()
-		f.named = ev.Master
-		f.mu.Unlock()
-	}
+// tell nudges the watcher; it never blocks.
+func (f *failoverNews) tell(redisio.SentinelEvent) {
 	select {
 	case f.nudge <- struct{}{}:
 	default:
 	}
-}
-
-// take returns the master named since the last take, if any.
-func (f *failoverNews) take() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	named := f.named
-	f.named = ""
-	return named
 }
 
 // watchMaster runs while the runtime lives: see the comment at the top.
@@ -121,7 +107,6 @@ func (rt *Runtime) watchMaster() {
 	})
 	defer t.Stop()
 	var known string    // the master last seen
-	var from string     // the master before the switch being followed
 	var since time.Time // when the switch being followed was seen; zero: none
 	var reached bool    // the pool was seen on known: one last read is due
 	var fast time.Time  // asking every switchCheckFast until then
@@ -138,25 +123,18 @@ func (rt *Runtime) watchMaster() {
 		} else {
 			t.Reset(switchCheckEvery)
 		}
-		named := rt.news.take()
-		if since.IsZero() && named == "" && !rt.hasActors() {
+		if since.IsZero() && !rt.hasActors() {
 			continue // idle: silent
 		}
 		ctx, cancel := context.WithTimeout(rt.ctx, 4*switchCheckEvery)
-		now := named
-		if now == "" {
-			now = rt.conn.Master(ctx)
-		}
+		now := rt.conn.Master(ctx)
 		switch {
 		case now == "":
 		case known == "":
 			known = now
-		case now == from && !since.IsZero():
-			// A sentinel not yet told still names the former master: the
-			// switch another one announced stands.
 		case now != known:
 			rt.cfg.Logger.Warn("lockactor: master switched; re-reading holds there", "from", known, "to", now)
-			from, known, since, reached = known, now, rt.sched.Now(), false
+			known, since, reached = now, rt.sched.Now(), false
 		}
 		if !since.IsZero() {
 			final := reached || rt.sched.Now().Sub(since) > switchFollowMax
