@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockactor/lockactor/actors"
+	"github.com/lockactor/lockactor/internal/syncx"
 )
 
 // A Mutex is a lock that goroutines share the way they share a sync.Mutex:
@@ -133,7 +134,7 @@ func (m *Mutex) handle() *Lock {
 func (m *Mutex) take(ctx context.Context, l *Lock, wait bool) (bool, error) {
 	for waited := false; ; waited = true {
 		m.mu.Lock()
-		if m.cur == nil && waited && closed(l.box.current()) {
+		if m.cur == nil && waited && syncx.Closed(l.box.current()) {
 			m.mu.Unlock()
 			_ = l.Unlock(ctx)
 			return false, nil
@@ -156,18 +157,5 @@ func (m *Mutex) take(ctx context.Context, l *Lock, wait bool) (bool, error) {
 			_ = l.Unlock(ctx)
 			return false, kindMutex.err(m.name, ctx.Err())
 		}
-	}
-}
-
-// closed reports whether ch is closed (a nil ch is not).
-func closed(ch <-chan struct{}) bool {
-	if ch == nil {
-		return false
-	}
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }

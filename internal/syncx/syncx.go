@@ -24,3 +24,16 @@ func WaitUntil(wg *sync.WaitGroup, deadline time.Time) bool {
 		return false
 	}
 }
+
+// Closed reports whether ch is closed, without waiting; a nil ch never is.
+func Closed(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

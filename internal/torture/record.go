@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockactor/lockactor/internal/syncx"
 )
 
 // recorder is one goroutine's part of the log. Its owner appends; the runner
@@ -225,7 +227,7 @@ func (oh *openHold) end(skipped bool) {
 	now := time.Now()
 	close(oh.stop)
 	<-oh.exited
-	if closed(oh.lost) && oh.lostAt.Load() == 0 {
+	if syncx.Closed(oh.lost) && oh.lostAt.Load() == 0 {
 		// Closed by now, but the watcher took the stop: count it as closed
 		// at End (the span ends there either way).
 		oh.lostAt.Store(now.UnixNano())
@@ -276,7 +278,7 @@ func (oh *openHold) released(callIdx int) {
 	defer oh.rec.mu.Unlock()
 	h := &oh.rec.holds[oh.i]
 	h.Done, h.DoneOut = c.End, c.Out
-	h.LostInUnlock = closed(oh.lost)
+	h.LostInUnlock = syncx.Closed(oh.lost)
 }
 
 // snapshot copies what the recorder holds now.
@@ -292,20 +294,7 @@ func (rec *recorder) snapshot() ([]Call, []Hold) {
 	copy(holds, rec.holds)
 	for i := range holds {
 		h := &holds[i]
-		h.LostLate = !h.End.IsZero() && h.Lost.IsZero() && !h.Skipped && closed(rec.lost[i])
+		h.LostLate = !h.End.IsZero() && h.Lost.IsZero() && !h.Skipped && syncx.Closed(rec.lost[i])
 	}
 	return calls, holds
-}
-
-// closed reports whether ch (nil: never) is closed, without waiting.
-func closed(ch <-chan struct{}) bool {
-	if ch == nil {
-		return false
-	}
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
