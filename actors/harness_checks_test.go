@@ -1,6 +1,9 @@
 package actors
 
-import "github.com/lockactor/lockactor/redisio"
+import (
+	"github.com/lockactor/lockactor/internal/syncx"
+	"github.com/lockactor/lockactor/redisio"
+)
 
 // The rows' checks: what the callers were answered, what Redis holds, what
 // the actor listens on (see harness_test.go).
@@ -42,7 +45,7 @@ func lostClosed(label string, want bool) step {
 		if req == nil {
 			h.t.Fatalf("no acquire %q", label)
 		}
-		if got := isClosed(req.Result().Lost); got != want {
+		if got := syncx.Closed(req.Result().Lost); got != want {
 			h.t.Fatalf("%s: Lost closed: %v, want %v", label, got, want)
 		}
 	}

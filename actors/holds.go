@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockactor/lockactor/internal/syncx"
 	"github.com/lockactor/lockactor/messages"
 )
 
@@ -150,23 +151,13 @@ func (h *hold) withdraw(m *messages.Acquire, first bool) {
 	h.timeMu.Lock()
 	h.handed.Store(false)
 	h.timeMu.Unlock()
-	if m.Lost != nil && h.lost == m.Lost.C && !isClosed(h.lost) {
+	if m.Lost != nil && h.lost == m.Lost.C && !syncx.Closed(h.lost) {
 		m.Lost.Unclaim()
 	}
 }
 
 // isLost reports whether the Lost channel is closed.
-func (h *hold) isLost() bool { return isClosed(h.lost) }
-
-// isClosed reports whether ch is closed, without waiting.
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
+func (h *hold) isLost() bool { return syncx.Closed(h.lost) }
 
 // confirm records that Redis applied the lease of a command sent at sent, and
 // moves the hold's deadline to when that lease runs out: the watchdog's,

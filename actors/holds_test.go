@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockactor/lockactor/internal/syncx"
 	"github.com/lockactor/lockactor/messages"
 )
 
@@ -45,7 +46,7 @@ func TestLostChannelOfAGrantNobodyTook(t *testing.T) {
 			} else {
 				v.advance(tc.lease) // the deadline fires at the lease's end
 			}
-			if got := isClosed(m.Lost.C); got != tc.wantShut {
+			if got := syncx.Closed(m.Lost.C); got != tc.wantShut {
 				t.Fatalf("caller's channel closed: %v, want %v", got, tc.wantShut)
 			}
 			if got := m.Lost.Claimed(); got != tc.wantClaim {

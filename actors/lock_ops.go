@@ -193,6 +193,7 @@ func (a *lockActor) supersede(k holdKey, field string) {
 			// confirmed before now is in doubt, the new one too, until
 			// Redis confirms it again.
 			a.doubted = a.now
+			break
 		}
 	}
 }

@@ -110,7 +110,7 @@ type Runtime struct {
 	watches  bool           // the client follows a master that can change
 	watching sync.WaitGroup // the watcher and the sentinels' listener, until they have stopped
 	fairSeen sync.Map       // fair lock name -> when its actor last had waiters (UnixNano)
-	news     failoverNews   // what the sentinels announced (switch.go)
+	failover chan struct{}  // a sentinel announced a failover step (switch.go)
 }
 
 // NewRuntime starts an actor system for the lock actors of one Client.
@@ -126,7 +126,7 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 		go rt.watchMaster()
 		go func() {
 			defer rt.watching.Done()
-			conn.WatchSentinels(rt.ctx, rt.news.tell)
+			conn.WatchSentinels(rt.ctx, rt.heardFailover)
 		}()
 	}
 	return rt
@@ -185,16 +185,16 @@ func newRuntimeWith(cfg Config, sched scheduler, io store, ps channels) *Runtime
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{
-		sched:   sched,
-		cfg:     cfg,
-		io:      io,
-		ps:      ps,
-		ctx:     ctx,
-		cancel:  cancel,
-		tokens:  newTokenMemory(cfg.TokenMemory),
-		done:    make(chan struct{}),
-		stopCtx: ctx,
-		news:    failoverNews{nudge: make(chan struct{}, 1)},
+		sched:    sched,
+		cfg:      cfg,
+		io:       io,
+		ps:       ps,
+		ctx:      ctx,
+		cancel:   cancel,
+		tokens:   newTokenMemory(cfg.TokenMemory),
+		done:     make(chan struct{}),
+		stopCtx:  ctx,
+		failover: make(chan struct{}, 1),
 	}
 }
 

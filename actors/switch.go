@@ -81,16 +81,11 @@ type queueRead struct {
 	err    error
 }
 
-// failoverNews is what the sentinels announced and watchMaster has not
-// taken yet: a nudge.
-type failoverNews struct {
-	nudge chan struct{} // one pending nudge at most
-}
-
-// tell nudges the watcher; it never blocks.
-func (f *failoverNews) tell(redisio.SentinelEvent) {
+// heardFailover nudges the master watch: a sentinel announced a step of a
+// failover. It never blocks: one pending nudge is enough.
+func (rt *Runtime) heardFailover(redisio.SentinelEvent) {
 	select {
-	case f.nudge <- struct{}{}:
+	case rt.failover <- struct{}{}:
 	default:
 	}
 }
@@ -115,7 +110,7 @@ func (rt *Runtime) watchMaster() {
 		case <-rt.done:
 			return
 		case <-tick:
-		case <-rt.news.nudge:
+		case <-rt.failover:
 			fast = rt.sched.Now().Add(switchFastFor)
 		}
 		if rt.sched.Now().Before(fast) {

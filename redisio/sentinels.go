@@ -137,19 +137,16 @@ func (w *sentinelWatch) watch(ctx context.Context, addr, master string) {
 // connection to a sentinel: its credentials (a sentinel with a password of
 // its own is not reached, and polling covers it), TLS and timeouts.
 func sentinelOptions(rdb redis.UniversalClient) redis.Options {
-	var o *redis.Options
+	o := redis.Options{MaxRetries: -1}
 	switch r := rdb.(type) {
 	case *redis.Client:
-		o = r.Options()
+		c := r.Options()
+		o.Username, o.Password, o.TLSConfig, o.DialTimeout = c.Username, c.Password, c.TLSConfig, c.DialTimeout
 	case *redis.ClusterClient:
-		co := r.Options()
-		return redis.Options{Username: co.Username, Password: co.Password, TLSConfig: co.TLSConfig,
-			DialTimeout: co.DialTimeout, MaxRetries: -1}
-	default:
-		return redis.Options{MaxRetries: -1}
+		c := r.Options()
+		o.Username, o.Password, o.TLSConfig, o.DialTimeout = c.Username, c.Password, c.TLSConfig, c.DialTimeout
 	}
-	return redis.Options{Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
-		DialTimeout: o.DialTimeout, MaxRetries: -1}
+	return o
 }
 
 // parseHello reads a sentinel's hello: its address and the master's name.
