@@ -114,6 +114,7 @@ func (a *fairActor) handle(msg any) bool {
 		a.switched(m)
 	case *holdsRead:
 		a.reread(m)
+		a.ghostsIn(m)
 	case *queueRead:
 		a.queueRead(m)
 	default:
@@ -190,6 +191,7 @@ func (a *fairActor) step(now time.Time) bool {
 	if taken, ran := a.ledger.turn(now); taken {
 		return ran
 	}
+	a.promoteGhosts(&a.owed)
 	switch {
 	case a.runOwed(now):
 	case a.runCancel(now):

@@ -165,7 +165,7 @@ type fairRelease struct {
 func (r *fairRelease) keep() time.Duration { return r.a.ledger.keepFor(r.o.lease) }
 
 func (r *fairRelease) run(op redisio.Op) redisio.Reply {
-	return r.a.rt.io.FairUnlock(r.a.rt.ctx, op, r.a.key.Name, r.o.k.owner, r.o.lease, r.a.now)
+	return r.a.rt.io.FairUnlock(r.a.rt.ctx, op, r.a.key.Name, r.o.field, r.o.lease, r.a.now)
 }
 
 func (r *fairRelease) apply(rep redisio.Reply) { r.a.released(r.o, rep) }
@@ -189,10 +189,12 @@ func (a *fairActor) released(o *owed, r redisio.Reply) {
 	if res == redisio.NotHeld && o.h != nil && o.h.handed.Load() {
 		a.gone(o.k, o.h) // Lost closes before the caller hears ErrNotHeld
 	}
-	o.answer(messages.ReleaseResult{
-		NotHeld: res == redisio.NotHeld,
-		Gone:    res == redisio.Released || res == redisio.Left,
-	})
+	gone := res == redisio.Released || res == redisio.Left
+	o.answer(messages.ReleaseResult{NotHeld: res == redisio.NotHeld, Gone: gone})
+	if gone {
+		a.noteRelease(o)
+	}
+	a.releasedAgain(&a.owed, o, res == redisio.StillHeld)
 }
 
 // runCancel sends the first fair_cancel that is due; false if none. Running

@@ -194,6 +194,9 @@ type holdBook struct {
 	armed    bool
 	watchdog time.Duration
 	b        *base // the actor: its timers, and whom events are reported for
+	// ghosts are fields a re-read after a switch found although this
+	// Client released them (ghosts.go).
+	ghosts []ghost
 }
 
 func newHoldBook(b *base, watchdog time.Duration) holdBook {

@@ -154,6 +154,7 @@ func (a *lockActor) handle(msg any) bool {
 		if a.reread(m) {
 			a.forgetVerdict()
 		}
+		a.ghostsIn(m)
 	default:
 		return false
 	}
@@ -279,6 +280,7 @@ func (a *lockActor) step(now time.Time) bool {
 	if taken, ran := a.ledger.turn(now); taken {
 		return ran
 	}
+	a.promoteGhosts(&a.owed)
 	switch {
 	case a.runOwed(now):
 	case a.runDirect():

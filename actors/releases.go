@@ -25,6 +25,9 @@ type owed struct {
 	n     int           // semaphore permits given back
 	m     *messages.Release
 	tries int // attempts that failed
+	// ghost: a hold this Client released that a master switch brought
+	// back (ghosts.go); released until its field is gone.
+	ghost bool
 
 	due     time.Time
 	backoff backoff

@@ -111,6 +111,7 @@ type Runtime struct {
 	watching sync.WaitGroup // the watcher and the sentinels' listener, until they have stopped
 	fairSeen sync.Map       // fair lock name -> when its actor last had waiters (UnixNano)
 	failover chan struct{}  // a sentinel announced a failover step (switch.go)
+	released releasedBook   // fields released lately, for a switch to check (ghosts.go)
 }
 
 // NewRuntime starts an actor system for the lock actors of one Client.

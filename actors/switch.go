@@ -67,12 +67,16 @@ type switched struct {
 
 // holdsRead is what the new master said of an actor's holds.
 type holdsRead struct {
-	keys       []holdKey
-	holds      []*hold
-	left       []time.Duration // per hold: TTL left; 0: missing; -1: no TTL
-	sent, recv time.Time
-	final      bool
-	err        error
+	keys  []holdKey
+	holds []*hold
+	left  []time.Duration // per hold: TTL left; 0: missing; -1: no TTL
+	// released are fields this Client released lately (ghosts.go), and
+	// releasedLeft what the new master has of each, as left.
+	released     []holdKey
+	releasedLeft []time.Duration
+	sent, recv   time.Time
+	final        bool
+	err          error
 }
 
 // queueRead is a fair lock's queue as the new master has it.
@@ -164,6 +168,13 @@ func (rt *Runtime) broadcast(m *switched) {
 		}
 		return true
 	})
+	// A lock released lately whose actor has retired since: its release
+	// may be among the lost (ghosts.go).
+	for _, key := range rt.releasedLocks(rt.sched.Now().Add(-releasedKeep)) {
+		if _, live := rt.locks.Load(key); !live {
+			_ = rt.Send(key, m)
+		}
+	}
 }
 
 // followsSwitch reports whether actors of kind keep holds a switch can
@@ -199,11 +210,12 @@ func (rt *Runtime) forgetFair(cutoff time.Time) {
 	})
 }
 
-// recheck reads every hold of the book on m's server; the answer comes
+// recheck reads every hold of the book on m's server, and the fields this
+// Client released lately that no hold uses (ghosts.go); the answer comes
 // back as a holdsRead.
 func (hb *holdBook) recheck(m *switched) {
 	b := hb.b
-	if len(hb.holds) == 0 || b.rt.conn == nil {
+	if b.rt.conn == nil {
 		return
 	}
 	r := &holdsRead{final: m.final, sent: b.now}
@@ -212,8 +224,20 @@ func (hb *holdBook) recheck(m *switched) {
 		r.keys, r.holds = append(r.keys, k), append(r.holds, h)
 		fields = append(fields, holdField(holdKey{hb.fieldOf(k), k.mode}))
 	}
+	for _, k := range b.rt.releasedOn(b.key, b.now.Add(-releasedKeep)) {
+		if !hb.inUse(k) {
+			r.released = append(r.released, k)
+			fields = append(fields, holdField(k))
+		}
+	}
+	if len(fields) == 0 {
+		return
+	}
 	b.rt.conn.HoldsOnThen(b.rt.ctx, m.server, b.key.Name, fields, func(left []time.Duration, err error) {
-		r.left, r.err, r.recv = left, err, b.rt.sched.Now()
+		r.err, r.recv = err, b.rt.sched.Now()
+		if err == nil {
+			r.left, r.releasedLeft = left[:len(r.keys)], left[len(r.keys):]
+		}
 		b.post(r)
 	})
 }
