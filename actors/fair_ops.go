@@ -186,8 +186,8 @@ func (a *fairActor) released(o *owed, r redisio.Reply) {
 		a.retryOwed(&a.owed, o, err)
 		return
 	}
-	if res == redisio.NotHeld && o.h != nil && o.h.handed.Load() {
-		a.gone(o.k, o.h) // Lost closes before the caller hears ErrNotHeld
+	if res == redisio.NotHeld {
+		a.foundGone(o) // Lost closes before the caller hears ErrNotHeld
 	}
 	gone := res == redisio.Released || res == redisio.Left
 	o.answer(messages.ReleaseResult{NotHeld: res == redisio.NotHeld, Gone: gone})

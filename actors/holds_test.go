@@ -55,3 +55,37 @@ func TestLostChannelOfAGrantNobodyTook(t *testing.T) {
 		})
 	}
 }
+
+// A release that finds nothing held closes Lost, except an earlier
+// release of a reentrant hold that comes back after the owner's last one
+// (sent again after a failure, behind it): the last release speaks for the
+// hold, and may have been answered already.
+func TestReleaseFindingNothingClosesLostOnce(t *testing.T) {
+	k := holdKey{"client:1", messages.Exclusive}
+	for _, tc := range []struct {
+		name     string
+		unlocks  int  // Unlocks of the owner's two holds before the reply
+		whose    int  // the reply is for the release of this Unlock (1 or 2)
+		wantLost bool // Lost closes
+	}{
+		{name: "first release, hold still held", unlocks: 1, whose: 1, wantLost: true},
+		{name: "first release, after the last Unlock", unlocks: 2, whose: 1},
+		{name: "last release", unlocks: 2, whose: 2, wantLost: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hb, v := bookOn(30 * time.Second)
+			hb.granted(k, v.Now(), time.Minute, 0, nil)
+			h := hb.granted(k, v.Now(), time.Minute, 0, nil)
+			h.offer()
+			defer h.stopDeadline()
+			var q owedQueue
+			for range tc.unlocks {
+				hb.owe(&q, k, nil)
+			}
+			hb.foundGone(q.items[tc.whose-1])
+			if h.isLost() != tc.wantLost {
+				t.Fatalf("Lost closed: %v, want %v", h.isLost(), tc.wantLost)
+			}
+		})
+	}
+}

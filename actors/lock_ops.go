@@ -347,10 +347,10 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		a.rt.cfg.Logger.Debug("lockactor: release found nothing held", "lock", a.key.Name, "owner", o.k.owner,
 			"caller", o.m != nil, "recorded", o.h != nil)
 	}
-	if res == redisio.NotHeld && o.h != nil && o.h.handed.Load() {
+	if res == redisio.NotHeld {
 		// The hold had been lost before the release: Lost closes before the
 		// caller hears ErrNotHeld.
-		a.gone(o.k, o.h)
+		a.foundGone(o)
 	}
 	gone := res == redisio.Released || res == redisio.ReleasedQuiet || res == redisio.Left || res == redisio.HandedOver
 	o.answer(messages.ReleaseResult{NotHeld: res == redisio.NotHeld, Gone: gone})

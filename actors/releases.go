@@ -122,6 +122,19 @@ func (hb *holdBook) owe(q *owedQueue, k holdKey, m *messages.Release) {
 	q.push(&owed{k: k, field: field, h: h, last: last, lease: lease, m: m, due: hb.b.now})
 }
 
+// foundGone applies a release of o's hold that found nothing held: the
+// hold was lost, and Lost closes. Not so for an earlier release of a
+// reentrant hold sent again after a failure, behind the owner's last: once
+// the owner has released its last hold, that last release speaks for the
+// hold, and it may have been answered already (a Sentinel switch between
+// the two can leave one on each master).
+func (hb *holdBook) foundGone(o *owed) {
+	if o.h == nil || !o.h.handed.Load() || (!o.last && hb.holds[o.k] != o.h) {
+		return
+	}
+	hb.gone(o.k, o.h)
+}
+
 // retryOwed queues o again after a backoff, after an attempt that failed
 // with err (a Redis error, or the error that lost the reply of an attempt
 // that did not run). The caller hears err from the second failure on: a
