@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +183,27 @@ type captureScripter struct {
 func (c captureScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	c.fn([]any{"eval", script})
 	return redis.NewCmd(ctx)
+}
+
+// A kind-clash name whose Semaphore Release returned nil holds that
+// Release's count; only those are spared the "count minted" check.
+func TestClashReleasesGranted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call Call
+		want bool
+	}{
+		{name: "release ok on a clash name", call: Call{Prim: PrimSem, Op: OpRelease, Res: []string{"A/clash1.1"}, Out: OutOK}, want: true},
+		{name: "release refused", call: Call{Prim: PrimSem, Op: OpRelease, Res: []string{"A/clash1.1"}, Out: OutRedis}},
+		{name: "unlock ok", call: Call{Prim: PrimLock, Op: OpUnlock, Res: []string{"A/clash1.1"}, Out: OutOK}},
+		{name: "release ok elsewhere", call: Call{Prim: PrimSem, Op: OpRelease, Res: []string{"A/sem0"}, Out: OutOK}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := clashReleasesGranted(&Log{Calls: []Call{tc.call}})
+			name := strings.TrimPrefix(tc.call.Res[0], "A/")
+			if got[name] != tc.want {
+				t.Fatalf("granted[%q] = %v, want %v", name, got[name], tc.want)
+			}
+		})
+	}
 }

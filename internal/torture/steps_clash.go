@@ -129,11 +129,15 @@ func (r *runner) checkClashes(l *Log) {
 	if len(refused) == 0 {
 		return
 	}
+	granted := clashReleasesGranted(l)
 	ctx, cancel := context.WithTimeout(context.Background(), clashWait+2*time.Second)
 	defer cancel()
 	deadline := time.Now().Add(clashWait)
 	for !time.Now().After(deadline) {
 		for _, name := range sortedKeys(refused) {
+			if granted[name] {
+				continue
+			}
 			v, err := r.admin["A"].Get(ctx, name).Result()
 			if err == nil && isCount(v) && r.firstReport("clash "+name) {
 				r.violate(VClash, fmt.Sprintf("A/%s: holds the count %s after every step ended: a Semaphore Release that Redis refused (the name was a lock, or held no number) was sent again once the name was free, and minted permits out of nothing", name, v))
@@ -147,6 +151,23 @@ func (r *runner) checkClashes(l *Log) {
 			r.violate(VClash, fmt.Sprintf("%s: the release script that Redis refused for good went out again %v after its caller heard the refusal", s.res, s.t.Sub(rf.at).Round(time.Millisecond)))
 		}
 	}
+}
+
+// clashReleasesGranted lists the kind-clash names on which a Semaphore
+// Release returned nil: Redis found the name free (the step's lock hold
+// lost, as a failover that drops the grant does) and counted the permit,
+// as a Redisson release does. A number there is that Release's, not one
+// sent again after a refusal; the hook's record of sends still judges
+// those names.
+func clashReleasesGranted(l *Log) map[string]bool {
+	granted := map[string]bool{}
+	for i := range l.Calls {
+		c := &l.Calls[i]
+		if len(c.Res) == 1 && clashRes(c.Res[0]) && c.Prim == PrimSem && c.Op == OpRelease && c.Out == OutOK {
+			granted[strings.TrimPrefix(c.Res[0], "A/")] = true
+		}
+	}
+	return granted
 }
 
 // refusedForGood reports whether a call's error is Redis refusing the
