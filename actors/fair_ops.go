@@ -86,6 +86,7 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 		if w != nil && a.waiting[w.owner] == w {
 			// The script took the owner out of the queue. Calls sharing
 			// the handle now hold reentrantly.
+			a.earlierTryNow(w)
 			a.drop(w)
 			for _, r := range w.reqs {
 				if r != m && r.Req.Pending() {
@@ -104,6 +105,22 @@ func (a *fairActor) attempted(at *fairAttempt, r redisio.Reply) {
 		// predate the release it announced, so the owner tries again now.
 	default:
 		// w was forgotten while its reply was unsettled; its cancel is owed.
+	}
+}
+
+// earlierTryNow: w was granted from the head of the Redis queue, so every
+// waiter of this Client that joined it before w and still waits is no
+// longer in it: purged as dead once the grants ahead of it had used up
+// its deadline (each grant moves every deadline W sooner), a fate nobody
+// announces. Each tries again at once, and joins anew, rather than sleep
+// until an estimate made when it joined (a torture run saw one sleep 2.5 s
+// on a free lock).
+func (a *fairActor) earlierTryNow(w *fairWaiter) {
+	for _, e := range a.arrived {
+		if e == w {
+			return
+		}
+		e.due = time.Time{}
 	}
 }
 

@@ -59,6 +59,15 @@ func TestFairActor(t *testing.T) {
 			expect("fair_lock d", reply(refused(wait))),
 			expect("fair_lock e", reply(refused(wait))),
 		}},
+		{name: "a later waiter granted from the queue: an earlier one, purged from it, tries at once", steps: []step{
+			lock("a", "a", long),
+			expect("fair_lock a", reply(refused(wait))),
+			lock("b", "b", long),
+			expect("fair_lock b", reply(granted)),
+			answered("b", "granted"),
+			expect("fair_lock a", reply(refused(wait))),
+			unanswered("a"),
+		}},
 		{name: "a re-lock of the owner waits for its owed release", steps: []step{
 			lock("h", "h", long),
 			expect("fair_lock h", reply(granted)),
