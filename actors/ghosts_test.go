@@ -100,3 +100,19 @@ func TestReleasedBookKeepsRecentReleases(t *testing.T) {
 		t.Fatalf("forgotten release still listed: %v", got)
 	}
 }
+
+// A release is remembered from the moment it is owed, not only once Redis
+// confirms it: a switch's last read can fall while it is on its way to the
+// old master (a strict torture run lost a 10 s hold's release that way).
+func TestReleaseRememberedWhenOwed(t *testing.T) {
+	hb, v := bookOn(30 * time.Second)
+	hb.b.rt.watches = true
+	k := holdKey{"client:1", messages.Exclusive}
+	h := hb.granted(k, v.Now(), time.Minute, 0, nil)
+	defer h.stopDeadline()
+	var q owedQueue
+	hb.owe(&q, k, nil)
+	if got := hb.b.rt.releasedOn(hb.b.key, v.Now().Add(-time.Second)); len(got) != 1 || got[0] != k {
+		t.Fatalf("released fields after the Unlock = %v, want [%v]", got, k)
+	}
+}
