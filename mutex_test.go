@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockactor/lockactor"
 	"github.com/lockactor/lockactor/internal/redistest"
 )
@@ -206,20 +208,7 @@ func TestCloseLeavesNoRecords(t *testing.T) {
 // two goroutines inside at once.
 func TestMutexLapsedHoldUnlocksOnlyItself(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	admin := srv.Client(t)
-	c := newClient(t, srv.Client(t))
-	ctx := ctxFor(t, 10*time.Second)
-	mu := c.Mutex("lapsed")
-	if err := mu.Lock(ctx, lockactor.WithLease(100*time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	lost := mu.Lost()
-	select {
-	case <-lost:
-	case <-time.After(2 * time.Second):
-		t.Fatal("Lost still open after the lease ran out")
-	}
+	mu, admin, ctx := lapsedMutex(t, "lapsed")
 	second := make(chan error, 1)
 	go func() { second <- mu.Lock(ctx) }()
 	within(t, 2*time.Second, "the second goroutine's grant in Redis", func() bool { return admin.Exists(ctx, "lapsed").Val() == 1 })
@@ -248,19 +237,7 @@ func TestMutexLapsedHoldUnlocksOnlyItself(t *testing.T) {
 // goroutine a 381 ms lease half a second after Redis granted it.
 func TestMutexGrantLapsedWhileWaitingIsNotHandedOver(t *testing.T) {
 	t.Parallel()
-	srv := redistest.Start(t)
-	admin := srv.Client(t)
-	c := newClient(t, srv.Client(t))
-	ctx := ctxFor(t, 10*time.Second)
-	mu := c.Mutex("lapsed-wait")
-	if err := mu.Lock(ctx, lockactor.WithLease(100*time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-mu.Lost():
-	case <-time.After(2 * time.Second):
-		t.Fatal("Lost still open after the lease ran out")
-	}
+	mu, admin, ctx := lapsedMutex(t, "lapsed-wait")
 	second := make(chan error, 1)
 	go func() { second <- mu.Lock(ctx, lockactor.WithLease(250*time.Millisecond)) }()
 	within(t, 2*time.Second, "the second goroutine's grant in Redis", func() bool { return admin.Exists(ctx, "lapsed-wait").Val() == 1 })
@@ -282,4 +259,24 @@ func TestMutexGrantLapsedWhileWaitingIsNotHandedOver(t *testing.T) {
 	if err := mu.Unlock(ctx); err != nil && !errors.Is(err, lockactor.ErrNotHeld) {
 		t.Fatalf("the second hold's Unlock = %v", err)
 	}
+}
+
+// lapsedMutex is a Mutex on a server of its own whose hold, taken with a
+// 100 ms lease, has run out (Lost closed) with its Unlock not yet called;
+// with an admin connection to that server and a 10 s context.
+func lapsedMutex(t *testing.T, name string) (*lockactor.Mutex, *redis.Client, context.Context) {
+	t.Helper()
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	ctx := ctxFor(t, 10*time.Second)
+	mu := newClient(t, srv.Client(t)).Mutex(name)
+	if err := mu.Lock(ctx, lockactor.WithLease(100*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-mu.Lost():
+	case <-time.After(2 * time.Second):
+		t.Fatal("Lost still open after the lease ran out")
+	}
+	return mu, admin, ctx
 }

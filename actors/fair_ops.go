@@ -206,11 +206,10 @@ func (a *fairActor) released(o *owed, r redisio.Reply) {
 	if res == redisio.NotHeld {
 		a.foundGone(o) // Lost closes before the caller hears ErrNotHeld
 	}
-	gone := res == redisio.Released || res == redisio.Left
-	o.answer(messages.ReleaseResult{NotHeld: res == redisio.NotHeld, Gone: gone})
-	if gone {
-		a.noteRelease(o)
-	}
+	o.answer(messages.ReleaseResult{
+		NotHeld: res == redisio.NotHeld,
+		Gone:    res == redisio.Released || res == redisio.Left,
+	})
 	a.releasedAgain(&a.owed, o, res == redisio.StillHeld)
 }
 

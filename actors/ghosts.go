@@ -34,8 +34,8 @@ type releasedBook struct {
 	by map[Key]map[holdKey]time.Time
 }
 
-// noteReleased remembers that a release of k's field on key's lock went
-// through at now.
+// noteReleased remembers that k's field on key's lock was given up at now
+// (holdBook.owe: every release goes through it).
 func (rt *Runtime) noteReleased(key Key, k holdKey, now time.Time) {
 	if !rt.watches {
 		return
@@ -124,6 +124,9 @@ func (hb *holdBook) ghostsIn(m *holdsRead) {
 // uses its field and no release of it is owed. The caller's ledger is free
 // (see the comment at the top).
 func (hb *holdBook) promoteGhosts(q *owedQueue) {
+	if len(hb.ghosts) == 0 {
+		return // every step asks: keep it to one comparison
+	}
 	for _, g := range hb.ghosts {
 		if hb.inUse(g.k) || q.owes(g.k.owner) {
 			continue
@@ -147,9 +150,4 @@ func (hb *holdBook) releasedAgain(q *owedQueue, o *owed, left bool) {
 		o.due = hb.b.now
 		q.push(o)
 	}
-}
-
-// noteRelease remembers a release Redis confirmed (see noteReleased).
-func (hb *holdBook) noteRelease(o *owed) {
-	hb.b.rt.noteReleased(hb.b.key, holdKey{o.field, o.k.mode}, hb.b.now)
 }

@@ -119,11 +119,10 @@ func (q *owedQueue) owes(owner string) bool {
 func (hb *holdBook) owe(q *owedQueue, k holdKey, m *messages.Release) {
 	lease, field := hb.leaseFor(k), hb.fieldOf(k)
 	h, last := hb.giveUp(k)
-	o := &owed{k: k, field: field, h: h, last: last, lease: lease, m: m, due: hb.b.now}
-	q.push(o)
-	// Noted now as well as when Redis confirms it: a switch's last read
-	// may come while this release is on its way to the old master.
-	hb.noteRelease(o)
+	q.push(&owed{k: k, field: field, h: h, last: last, lease: lease, m: m, due: hb.b.now})
+	// Remembered from now, not from Redis's confirmation: a switch's last
+	// read may come while this release is on its way to the old master.
+	hb.b.rt.noteReleased(hb.b.key, holdKey{field, k.mode}, hb.b.now)
 }
 
 // foundGone applies a release of o's hold that found nothing held: the
