@@ -135,13 +135,21 @@ func (hb *holdBook) promoteGhosts(q *owedQueue) {
 		if lease <= 0 {
 			lease = hb.watchdog // no TTL there: give it the watchdog's
 		}
-		hb.b.rt.cfg.Logger.Warn("lockactor: a release was lost in a master switch; releasing again",
-			"lock", hb.b.key.Name, "owner", g.k.owner)
+		hb.b.rt.cfg.Logger.Warn(LogReleasedAgain, "lock", hb.b.key.Name, "owner", g.k.owner)
 		q.push(&owed{k: g.k, field: g.k.owner, lease: lease, due: hb.b.now, ghost: true})
 	}
 	clear(hb.ghosts)
 	hb.ghosts = hb.ghosts[:0]
 }
+
+// LogReleasedAgain is the message of the Warn record logged when a
+// release lost in a master switch is sent again; LogReleasedAgainFailed,
+// when that failed and is left to the hold's lease. Their attributes are
+// lock (the name) and owner (the hash field), and err for the failure.
+const (
+	LogReleasedAgain       = "lockactor: a release was lost in a master switch; releasing again"
+	LogReleasedAgainFailed = "lockactor: releasing again a release lost in a master switch failed; its lease will end the hold"
+)
 
 // releasedAgain applies a ghost release's reply: holds left under its field
 // (a reentrant count) are released one more time, at once.

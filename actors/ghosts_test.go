@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -114,5 +115,17 @@ func TestReleaseRememberedWhenOwed(t *testing.T) {
 	hb.owe(&q, k, nil)
 	if got := hb.b.rt.releasedOn(hb.b.key, v.Now().Add(-time.Second)); len(got) != 1 || got[0] != k {
 		t.Fatalf("released fields after the Unlock = %v, want [%v]", got, k)
+	}
+}
+
+// A ghost release that fails is not retried: it was best effort, and the
+// next read after a switch finds the field again if it is still there.
+func TestGhostReleaseFailureIsNotRetried(t *testing.T) {
+	hb, v := bookOn(30 * time.Second)
+	var q owedQueue
+	o := &owed{k: holdKey{"client:1", messages.Exclusive}, field: "client:1", lease: time.Second, due: v.Now(), ghost: true}
+	hb.retryOwed(&q, o, errors.New("READONLY You can't write against a read only replica."))
+	if q.len() != 0 {
+		t.Fatalf("%d releases owed after the ghost release failed, want none", q.len())
 	}
 }

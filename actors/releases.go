@@ -155,6 +155,9 @@ func (hb *holdBook) retryOwed(q *owedQueue, o *owed, err error) {
 	case hb.b.refusedForGood(err):
 		o.answer(messages.ReleaseResult{Err: err})
 		return
+	case o.ghost && err != nil:
+		hb.b.rt.cfg.Logger.Warn(LogReleasedAgainFailed, "lock", hb.b.key.Name, "owner", o.field, "err", err)
+		return // best effort: the next read after a switch may find it again
 	case o.h == nil && err != nil:
 		o.answer(messages.ReleaseResult{Err: err})
 		return

@@ -14,13 +14,24 @@ import (
 // read-only, out of memory, busy or loading (a FaultBlock window answers
 // so), whatever words the reply wraps it in. Such a release must be
 // retried; dropped, it leaves the hold in Redis until its lease runs out,
-// which the liveness checks excuse inside the fault window.
+// which the liveness checks excuse inside the fault window. It also counts
+// the releases lost in a master switch that were sent again, and those
+// whose second sending failed (topoFigures), so that a run shows whether
+// its faults reached that path.
 type dropWatch struct{ r *runner }
 
 func (h dropWatch) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
 
 func (h dropWatch) Handle(_ context.Context, rec slog.Record) error {
-	if rec.Message != actors.LogRefusedForGood {
+	switch rec.Message {
+	case actors.LogReleasedAgain:
+		h.r.resent.Add(1)
+		return nil
+	case actors.LogReleasedAgainFailed:
+		h.r.resentFailed.Add(1)
+		return nil
+	case actors.LogRefusedForGood:
+	default:
 		return nil
 	}
 	var lock, err string

@@ -110,6 +110,9 @@ type runner struct {
 	epoch  atomic.Int64 // odd while server A restarts (see semStep)
 	gen    atomic.Int64 // semaphore name generation
 	faults Faults
+	// resent and resentFailed count releases lost in a master switch that
+	// a Client sent again, and those sent again in vain (dropWatch).
+	resent, resentFailed atomic.Int64
 
 	servers  map[string]*redistest.Server
 	admin    map[string]redis.UniversalClient // unhooked, for CLIENT KILL, LLEN, setup

@@ -229,6 +229,8 @@ func describeKeys(ctx context.Context, rdb redis.UniversalClient, keys []string,
 // renewal confirmations and settle counts.
 func (r *runner) topoFigures(l *Log) map[string]int {
 	m := r.topo.figures(l)
+	m["releases lost in a switch, sent again"] = int(r.resent.Load())
+	m["releases lost in a switch, sent again in vain"] = int(r.resentFailed.Load())
 	if t := &r.topo.sent; t.GrantsWait.Load() > 0 || t.RenewalsWait.Load() > 0 {
 		// Replica sync is on (WAIT was sent): how much went without it.
 		m["grant scripts sent with WAIT"] = int(t.GrantsWait.Load())
