@@ -29,15 +29,25 @@ import (
 // it reacts one round trip sooner.
 const peerGap = 3 * time.Millisecond
 
+// peerSettle is how far into the window a wait must begin to count as
+// settled (see peerResult).
+const peerSettle = 250 * time.Millisecond
+
 // peerResult is what the peer measured in the window.
 type peerResult struct {
-	Rounds     int64   `json:"rounds"`      // grants it got
-	Waited     int64   `json:"waited"`      // rounds whose first try was refused
-	WaitMax    float64 `json:"wait_max"`    // its longest wait, seconds
-	GrantsMax  int64   `json:"grants_max"`  // most grants to others during one of its waits
-	Violations int64   `json:"violations"`  // grants while another holder was inside
-	Errors     int64   `json:"errors"`      // failed calls
-	FirstErr   string  `json:"first_error"` // the first of them
+	Rounds    int64   `json:"rounds"`     // grants it got
+	Waited    int64   `json:"waited"`     // rounds whose first try was refused
+	WaitMax   float64 `json:"wait_max"`   // its longest wait, seconds
+	GrantsMax int64   `json:"grants_max"` // most grants to others during one of its waits
+	// The same two for the waits that began peerSettle or more into the
+	// window: what a waiter meets once the libraries' Clients have had
+	// time to find it (a lockactor Client learns of a foreign waiter from
+	// a count; the first waits cover that).
+	WaitMaxSettled   float64 `json:"wait_max_settled"`
+	GrantsMaxSettled int64   `json:"grants_max_settled"`
+	Violations       int64   `json:"violations"`  // grants while another holder was inside
+	Errors           int64   `json:"errors"`      // failed calls
+	FirstErr         string  `json:"first_error"` // the first of them
 }
 
 // runPeer plays the peer on name from start to end through rdb; in holds
@@ -64,6 +74,10 @@ func runPeer(rdb *redis.Client, name string, javaStyle bool, in *inside, start, 
 			res.Waited++
 			res.WaitMax = max(res.WaitMax, waited.Seconds())
 			res.GrantsMax = max(res.GrantsMax, in.grants()-g0)
+			if t0.Sub(start) >= peerSettle {
+				res.WaitMaxSettled = max(res.WaitMaxSettled, waited.Seconds())
+				res.GrantsMaxSettled = max(res.GrantsMaxSettled, in.grants()-g0)
+			}
 		}
 		if !in.enter(0) {
 			res.Violations++

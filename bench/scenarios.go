@@ -218,6 +218,7 @@ func loadMetrics(r loadResult) map[string]float64 {
 	}
 	if p := r.Peer; p != nil {
 		m["peer_rounds"], m["peer_wait_max_ms"], m["peer_grants_max"] = float64(p.Rounds), p.WaitMax*1000, float64(p.GrantsMax)
+		m["peer_wait_settled_ms"], m["peer_grants_settled"] = p.WaitMaxSettled*1000, float64(p.GrantsMaxSettled)
 		m["errors"] += float64(p.Errors)
 	}
 	return m
