@@ -27,7 +27,11 @@ type scenario struct {
 	group     *groupShape   // a coordinator's rows (group_test.go); nil: one lock actor
 	watchdog  time.Duration // Config.Watchdog; 0: an hour
 	noRelay   bool          // Config.NoRelay
-	steps     []step
+	// counts: the row answers subscriber counts itself (it expects each
+	// "subscribers" call); otherwise each is answered at once, with two
+	// lockactor Clients listening (others listen, none foreign).
+	counts bool
+	steps  []step
 }
 
 // step is one thing a scenario does or checks.
@@ -92,6 +96,7 @@ func newHarness(t *testing.T, kind Kind, sc scenario) *harness {
 	}
 	st, ps, v := newFakeStore(), newFakeChannels(), newVirtual()
 	st.permits = sc.permits
+	st.autoCount = !sc.counts
 	rt := newRuntimeWith(Config{
 		ClientID:         "client",
 		Watchdog:         watchdog,
@@ -377,7 +382,15 @@ func settleErr(err error) act {
 }
 
 // subscriberCount answers a subscriber count with n.
-func subscriberCount(n int64) act { return func(_ *harness, c *call) { c.count(n, nil) } }
+func subscriberCount(n int64) act {
+	return func(_ *harness, c *call) { c.listen(redisio.Listeners{All: n, Ours: n}, nil) }
+}
+
+// foreignCount answers a subscriber count: all connections listen, of
+// which ours are lockactor Clients'.
+func foreignCount(all, ours int64) act {
+	return func(_ *harness, c *call) { c.listen(redisio.Listeners{All: all, Ours: ours}, nil) }
+}
 
 // staleNow checks what a renewal's stale reports now: true once its hold
 // was released, so that redisio drops it if it has not left yet.

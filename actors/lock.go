@@ -60,11 +60,16 @@ type lockActor struct {
 	// their lease.
 	late lateGate
 
-	// Sharing the lock with other processes (see handoffTarget, onWake).
+	// Sharing the lock with other processes (see handoffTarget, yield.go).
 	others   bool      // other connections listen on the channel (true until counted)
 	counting bool      // a subscriber count is in flight
 	yielding bool      // the queue's next attempt follows a yield
 	outrun   time.Time // the first of the yields in a row that another process won; zero if none
+	markID   uint64    // pub/sub handler id on the channel's ListenerMark; 0 when not subscribed
+	foreign  foreignWaiters
+	// countedAt: when the last count answered; yieldFrom: when the yield
+	// under way began.
+	countedAt, yieldFrom time.Time
 }
 
 // phase names an actor's state.
@@ -88,21 +93,6 @@ const HandoffRun = 64
 // does in grants: a run of relays (relay.go) costs no Redis round trip, so
 // long critical sections, not Redis, set its pace.
 const HandoffRunTime = 20 * time.Millisecond
-
-// yieldWindow is how long waiters woken by a release message hold back
-// before they try, when other processes listen on the channel: long enough
-// for a peer that reacts more slowly than an actor (a Redisson client
-// unsubscribes, then sends its script) to take its turn. Once other
-// processes have won every yield for yieldFor, the queue tries at once
-// until it wins one, so that no peer, however eager, starves us. yieldFor
-// is counted in time, not in yields: when several Clients share a lock,
-// each loses yields to the others' runs (HandoffRunTime each) as a matter
-// of course, and a count would soon have every Client skip its yield and
-// race the slower peer again.
-const (
-	yieldWindow = 2 * time.Millisecond
-	yieldFor    = 10 * HandoffRunTime
-)
 
 func newLockActor(rt *Runtime, key Key, e *entry, s scheme) *lockActor {
 	a := &lockActor{scheme: s, others: true}
@@ -216,8 +206,14 @@ func (a *lockActor) onWake(n news) {
 	} else if a.ledger.busy() {
 		a.early += int(n.msgs)
 	}
+	a.foreignNews(n, ours) // yield.go
 	if a.scheme.exclusive() && a.held() && (ours || n.msgs == 0) {
 		return // our own release's echo, or a resubscription while we hold
+	}
+	if n.msgs == 0 && a.yielding && a.verdict.until.After(a.now) {
+		// A (re)subscription while the queue yields: the yield's end,
+		// soon, is the retry that covers a message it missed.
+		return
 	}
 	prev := a.verdict
 	a.forgetVerdict()
@@ -225,52 +221,7 @@ func (a *lockActor) onWake(n news) {
 	// if it wins, we requeue (see attempted). Only a waiter queued now can
 	// have raced for it.
 	a.wokenByMsg = n.msgs > 0 && !a.waiters.empty()
-	if a.wokenByMsg && a.scheme.handsOff() && a.others && (a.outrun.IsZero() || a.now.Sub(a.outrun) < yieldFor) {
-		// Other processes listen: let one of theirs go first (see
-		// yieldWindow); the queue tries when the window ends. A yield
-		// under way keeps its end: were each message to start the window
-		// again, a peer releasing more often than yieldWindow would keep
-		// this queue from ever trying.
-		until := a.now.Add(yieldWindow)
-		if a.yielding && prev.until.After(a.now) && prev.until.Before(until) {
-			until = prev.until
-		}
-		a.verdict = verdict{until: until, all: true}
-		a.yielding, a.wokenByMsg = true, false
-	}
-}
-
-// subscribers is the count of connections listening on the lock's channel.
-type subscribers struct {
-	n   int64 // -1: unknown
-	err error
-}
-
-// counted applies a subscriber count: ours is one of them while we are
-// subscribed; an unknown count means others may listen.
-func (a *lockActor) counted(m *subscribers) {
-	a.counting = false
-	switch {
-	case m.err != nil || m.n < 0:
-		a.others = true
-	case a.subID != 0:
-		a.others = m.n > 1
-	default:
-		a.others = m.n > 0
-	}
-}
-
-// countOthers asks, in the background, whether other connections than
-// ours listen on the lock's channel.
-func (a *lockActor) countOthers() {
-	if a.counting || a.spin != nil {
-		return // a spin lock's peers listen on no channel: others stays true
-	}
-	a.counting = true
-	b := &a.base
-	a.rt.io.SubscribersThen(a.rt.ctx, a.scheme.channel(a.key.Name), func(n int64, err error) {
-		b.post(&subscribers{n: n, err: err})
-	})
+	a.wokenToYield(prev, n) // let another process go first (yield.go)
 }
 
 // step runs the next script due, in order: the settlement of a lost reply,
@@ -380,7 +331,7 @@ func (a *lockActor) settle() {
 	// for a release published in between.
 	if !a.waiters.empty() && a.ledger.settled() {
 		if a.subID == 0 && a.spin == nil {
-			a.subID = a.subscribe(a.scheme.channel(a.key.Name), &a.sig, lockWake)
+			a.listen()
 		}
 		switch now := a.now; {
 		case a.late.shut(now):
@@ -415,8 +366,7 @@ func (a *lockActor) quiet() bool { return a.currentPhase() == idle }
 func (a *lockActor) tidy() {
 	a.holdBook.tidy()
 	if a.waiters.empty() {
-		a.unsubscribe(a.scheme.channel(a.key.Name), a.subID)
-		a.subID = 0
+		a.unlisten()
 		a.verdict = verdict{} // no longer told of releases
 		a.waiters = waitQueue{}
 		a.spin.reset()
@@ -429,8 +379,7 @@ func (a *lockActor) tidy() {
 func (a *lockActor) shutdown() {
 	a.ledger.close()
 	a.holdBook.stop()
-	a.unsubscribe(a.scheme.channel(a.key.Name), a.subID)
-	a.subID = 0
+	a.unlisten()
 }
 
 // verdict is what the actor knows of the holder: until when waiters need not

@@ -14,9 +14,9 @@ import (
 // a direct attempt).
 func (a *lockActor) try(m *messages.Acquire, queued bool) {
 	r := &lockAttempt{a: a, m: m, queued: queued, byMsg: queued && a.wokenByMsg, yielded: queued && a.yielding,
-		sent: a.now, lease: a.leaseOf(m.Lease), news: a.news}
+		long: queued && a.yielding && a.foreign.long, sent: a.now, lease: a.leaseOf(m.Lease), news: a.news, notes: a.foreign.notes}
 	if queued {
-		a.wokenByMsg, a.yielding = false, false
+		a.wokenByMsg, a.yielding, a.foreign.long = false, false, false
 	}
 	a.ledger.send(r)
 }
@@ -28,9 +28,11 @@ type lockAttempt struct {
 	queued  bool // m waits in the queue; else a direct attempt
 	byMsg   bool // it answers a release message
 	yielded bool // it follows a yield to other processes
+	long    bool // it follows a long yield that ran to its end (yield.go)
 	sent    time.Time
 	lease   time.Duration
 	news    uint64 // the actor's news count when it was sent
+	notes   uint64 // foreignWaiters.notes when it was sent
 }
 
 func (r *lockAttempt) keep() time.Duration { return r.a.ledger.keepFor(r.lease) }
@@ -92,6 +94,9 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 		if at.yielded || at.byMsg {
 			a.outrun = time.Time{}
 		}
+		if queued {
+			a.tried(at, true)
+		}
 		a.grant(m, sent, res.token, nil)
 		if at.byMsg && a.scheme.exclusive() {
 			// We won the race a release message started: go to the back of
@@ -106,6 +111,9 @@ func (a *lockActor) attempted(at *lockAttempt, r redisio.Reply) {
 	default:
 		if at.yielded && a.outrun.IsZero() {
 			a.outrun = a.now // another process took its turn
+		}
+		if queued {
+			a.tried(at, false)
 		}
 		if at.news == a.news {
 			a.refused(m, res.ttl)
@@ -266,7 +274,7 @@ func (a *lockActor) runOwed(now time.Time) bool {
 		// one field. Release it; head tries once Redis has it.
 		head = nil
 	}
-	r := &lockRelease{a: a, o: o, head: head, sent: now}
+	r := &lockRelease{a: a, o: o, head: head, sent: now, noted: head == nil && a.foreign.knows(now)}
 	if r.head != nil {
 		r.nextLease = a.leaseOf(r.head.Lease)
 	}
@@ -281,6 +289,7 @@ type lockRelease struct {
 	head      *messages.Acquire
 	nextLease time.Duration
 	sent      time.Time
+	noted     bool // a release with the note for other lockactor Clients (yield.go)
 }
 
 func (r *lockRelease) keep() time.Duration {
@@ -292,7 +301,7 @@ func (r *lockRelease) run(op redisio.Op) redisio.Reply {
 	if r.head != nil {
 		return r.a.scheme.handoff(r.a, op, k, r.o.lease, r.head, r.nextLease)
 	}
-	return r.a.scheme.release(r.a, op, k, r.o.lease)
+	return r.a.scheme.release(r.a, op, k, r.o.lease, r.noted)
 }
 
 func (r *lockRelease) apply(rep redisio.Reply) { r.a.released(r.o, r.head, r.sent, rep) }

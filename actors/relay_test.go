@@ -40,6 +40,12 @@ func doubted(rest ...step) []step {
 // subscribers connections listen on the lock's channel (ours included):
 // the next release goes to Redis when another listens, or relays on.
 func relayRun(subscribers int64) []step {
+	return relayRunCounted(subscriberCount(subscribers), subscribers > 1)
+}
+
+// relayRunCounted is relayRun with the count answered by count; others
+// says whether it finds other connections listening.
+func relayRunCounted(count act, others bool) []step {
 	steps := []step{
 		lock("p0", "p0", 0),
 		expect("lock p0", reply(granted)),
@@ -50,7 +56,7 @@ func relayRun(subscribers int64) []step {
 		cur, next := fmt.Sprintf("p%d", (i-1)%2), fmt.Sprintf("p%d", i%2)
 		steps = append(steps, unlock("u"+cur, cur), answered("u"+cur, "gone"), answered(next, "granted"))
 		if i == HandoffRun/2 {
-			steps = append(steps, expect("subscribers", subscriberCount(subscribers)))
+			steps = append(steps, expect("subscribers", count))
 		}
 		forget := func(label string) step {
 			return func(h *harness) { delete(h.acq, label); delete(h.rel, label); delete(h.heard, label) }
@@ -58,7 +64,7 @@ func relayRun(subscribers int64) []step {
 		steps = append(steps, forget("u"+cur), forget(cur), lock(cur, cur, 0))
 	}
 	last := fmt.Sprintf("p%d", HandoffRun%2)
-	if subscribers > 1 {
+	if others {
 		return append(steps, unlock("end", last), expect("unlock p0", reply(released)), answered("end", "gone"))
 	}
 	return append(steps, unlock("end", last), answered("end", "gone"), answered(fmt.Sprintf("p%d", (HandoffRun+1)%2), "granted"))
@@ -246,8 +252,8 @@ func TestRelay(t *testing.T) {
 			expect("handoff h>w", reply(handedOver)),
 			answered("w", "granted"),
 		}},
-		{name: "a run is HandoffRun relays: then, with others listening, the release goes to Redis", steps: relayRun(2)},
-		{name: "with nobody else listening, the run goes on", steps: relayRun(1)},
+		{name: "a run is HandoffRun relays: then, with others listening, the release goes to Redis", counts: true, steps: relayRun(2)},
+		{name: "with nobody else listening, the run goes on", counts: true, steps: relayRun(1)},
 		{name: "a run lasts HandoffRunTime: then the release goes to Redis while others may listen", steps: relayedToW(
 			lock("h2", "h", 0),
 			noCall(HandoffRunTime),

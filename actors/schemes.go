@@ -15,7 +15,9 @@ type scheme interface {
 	// acquire sends m's acquire script; read interprets its reply.
 	acquire(a *lockActor, op redisio.Op, m *messages.Acquire, lease time.Duration) redisio.Reply
 	read(m *messages.Acquire, r redisio.Reply) (attempt, error)
-	release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration) redisio.Reply
+	// release frees one hold of k; noted: with the note that tells other
+	// lockactor Clients it was ours (redisio.UnlockNoted, see yield.go).
+	release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration, noted bool) redisio.Reply
 	renew(a *lockActor, k holdKey, lease time.Duration, stale func() bool, then func(bool, error))
 	// handsOff reports whether a release can give the lock straight to the
 	// next local waiter (handoff.lua); handoff sends that script.
@@ -54,9 +56,12 @@ func (reentrant) read(_ *messages.Acquire, r redisio.Reply) (attempt, error) {
 	return attempt{ok: ok, ttl: ttl}, err
 }
 
-func (reentrant) release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration) redisio.Reply {
+func (reentrant) release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration, noted bool) redisio.Reply {
 	if !a.spin.publishes() {
 		return a.rt.io.UnlockQuiet(a.rt.ctx, op, a.key.Name, k.owner, lease)
+	}
+	if noted {
+		return a.rt.io.UnlockNoted(a.rt.ctx, op, a.key.Name, k.owner, lease, a.foreign.note(a.now))
 	}
 	return a.rt.io.Unlock(a.rt.ctx, op, a.key.Name, k.owner, lease)
 }
@@ -112,7 +117,7 @@ func (rw) read(m *messages.Acquire, r redisio.Reply) (attempt, error) {
 	return attempt{ok: ok, ttl: ttl, upgrade: upgrade}, err
 }
 
-func (rw) release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration) redisio.Reply {
+func (rw) release(a *lockActor, op redisio.Op, k holdKey, lease time.Duration, _ bool) redisio.Reply {
 	if k.mode == messages.Read {
 		return a.rt.io.ReadUnlock(a.rt.ctx, op, a.key.Name, k.owner)
 	}

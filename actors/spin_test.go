@@ -204,6 +204,6 @@ func TestLockActor_RefusedPublishEndsRun(t *testing.T) {
 			expect("unlock "+last, reply(tc.reply)),
 			answered("end", "gone"),
 			tc.after)
-		run(t, KindLock, []scenario{{name: tc.name, steps: steps}})
+		run(t, KindLock, []scenario{{name: tc.name, counts: true, steps: steps}})
 	}
 }

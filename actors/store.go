@@ -22,6 +22,7 @@ type store interface {
 	Lock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	FencedLock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, floor uint64, fresh bool) redisio.Reply
 	Unlock(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
+	UnlockNoted(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, note string) redisio.Reply
 	UnlockQuiet(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration) redisio.Reply
 	Untold(name string)
 	Handoff(ctx context.Context, op redisio.Op, name, owner string, lease time.Duration, next string, nextLease time.Duration) redisio.Reply
@@ -63,8 +64,9 @@ type store interface {
 	ForgetLatch(latch string, seq uint64)
 	ForgetAtClose(latch string, seq uint64)
 
-	// SubscribersThen counts the connections listening on a channel.
-	SubscribersThen(ctx context.Context, channel string, then func(n int64, err error))
+	// SubscribersThen counts the connections listening on a channel, and
+	// those of them that are lockactor Clients'.
+	SubscribersThen(ctx context.Context, channel string, then func(l redisio.Listeners, err error))
 
 	// Close ends the calls still running, by deadline; false if some did not.
 	Close(deadline time.Time) bool

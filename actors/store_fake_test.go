@@ -26,6 +26,8 @@ type fakeStore struct {
 	mu      sync.Mutex
 	byLatch map[uint64]*call // latched calls by their Op.Seq, for settlements
 	permits int              // a semaphore's count in Redis, as the calls that ran left it
+	// autoCount answers subscriber counts at once (see scenario.counts).
+	autoCount bool
 }
 
 // call is one call an actor made. Exactly one of its answer functions is
@@ -40,7 +42,8 @@ type call struct {
 	flag    func(bool, error)
 	stale   func() bool // a renewal's: whether it may still be dropped unsent
 	count   func(int64, error)
-	of      *call // a settlement: the call it settles
+	listen  func(redisio.Listeners, error) // a subscriber count's
+	of      *call                          // a settlement: the call it settles
 }
 
 func newFakeStore() *fakeStore {
@@ -80,6 +83,10 @@ func (f *fakeStore) FencedLock(_ context.Context, op redisio.Op, _, o string, _ 
 
 func (f *fakeStore) Unlock(_ context.Context, op redisio.Op, _, o string, _ time.Duration) redisio.Reply {
 	return f.latched(op, "unlock "+owner(o), 0)
+}
+
+func (f *fakeStore) UnlockNoted(_ context.Context, op redisio.Op, _, o string, _ time.Duration, _ string) redisio.Reply {
+	return f.latched(op, "unlock_noted "+owner(o), 0)
 }
 
 func (f *fakeStore) UnlockQuiet(_ context.Context, op redisio.Op, _, o string, _ time.Duration) redisio.Reply {
@@ -200,8 +207,12 @@ func (f *fakeStore) ForgetLatch(string, uint64) { f.calls <- &call{what: "forget
 // ForgetAtClose is called as the runtime closes, after the rows' checks.
 func (f *fakeStore) ForgetAtClose(string, uint64) {}
 
-func (f *fakeStore) SubscribersThen(_ context.Context, _ string, then func(int64, error)) {
-	f.calls <- &call{what: "subscribers", count: then}
+func (f *fakeStore) SubscribersThen(_ context.Context, _ string, then func(redisio.Listeners, error)) {
+	if f.autoCount {
+		then(redisio.Listeners{All: 2, Ours: 2}, nil)
+		return
+	}
+	f.calls <- &call{what: "subscribers", listen: then}
 }
 
 func (f *fakeStore) Close(time.Time) bool { return true }

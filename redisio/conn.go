@@ -184,6 +184,17 @@ const (
 	ReleasedQuiet
 )
 
+// Listeners counts the connections that listen on a lock's channel: All
+// of them, and those of lockactor Clients (Ours, the subscribers of its
+// ListenerMark), ours included while we listen. All is -1 when unknown.
+type Listeners struct {
+	All, Ours int64
+}
+
+// Foreign reports whether a connection that is not a lockactor Client's
+// listens: a Redisson client waiting on the lock, most likely.
+func (l Listeners) Foreign() bool { return l.All > l.Ours }
+
 // SubscribersThen asks, without waiting, how many connections listen on
 // channel, and hands the count to then (on another goroutine, or at once
 // when it cannot ask; it must not block). On a Cluster with classic pub/sub
@@ -191,9 +202,9 @@ const (
 // So it is on a master with replicas: Redisson's subscriptionMode=SLAVE
 // subscribes on a replica, which the master's count does not include (a
 // waiter there starved while our actor handed the lock on locally).
-func (c *Conn) SubscribersThen(ctx context.Context, channel string, then func(n int64, err error)) {
+func (c *Conn) SubscribersThen(ctx context.Context, channel string, then func(l Listeners, err error)) {
 	if !c.spawn(func() { then(c.subscribers(ctx, channel)) }) {
-		then(0, ErrClosed)
+		then(Listeners{}, ErrClosed)
 	}
 }
 
@@ -220,29 +231,31 @@ func (c *Conn) isClosed() bool {
 	return c.closed
 }
 
-func (c *Conn) subscribers(ctx context.Context, channel string) (int64, error) {
+func (c *Conn) subscribers(ctx context.Context, channel string) (Listeners, error) {
+	unknown := Listeners{All: -1}
 	sharded := c.topo.Sharded(ctx)
 	if c.topo.real && !sharded {
-		return -1, nil
+		return unknown, nil
 	}
 	b, err := c.batcherFor(ctx, channel)
 	if err != nil {
-		return 0, err
+		return Listeners{}, err
 	}
+	mark := ListenerMark(channel)
 	pipe := b.client().Pipeline()
 	var counts *redis.MapStringIntCmd
 	if sharded {
-		counts = pipe.PubSubShardNumSub(ctx, channel)
+		counts = pipe.PubSubShardNumSub(ctx, channel, mark)
 	} else {
-		counts = pipe.PubSubNumSub(ctx, channel)
+		counts = pipe.PubSubNumSub(ctx, channel, mark)
 	}
 	repl := pipe.Info(ctx, "replication")
 	_, _ = pipe.Exec(ctx)
 	if err := counts.Err(); err != nil {
-		return 0, err
+		return Listeners{}, err
 	}
 	if repl.Err() != nil || infoField(repl.Val(), "connected_slaves") != "0" {
-		return -1, nil // replicas may have listeners (or INFO is denied)
+		return unknown, nil // replicas may have listeners (or INFO is denied)
 	}
-	return counts.Val()[channel], nil
+	return Listeners{All: counts.Val()[channel], Ours: counts.Val()[mark]}, nil
 }

@@ -27,6 +27,14 @@ func suffixed(name, suffix string) string { return suffixBase(name) + ":" + suff
 // LockChannel is the channel on which a reentrant lock announces its release.
 func LockChannel(name string) string { return prefixed("redisson_lock__channel", name) }
 
+// ListenerMark is the channel a lockactor Client subscribes to beside a
+// lock's channel, for as long as it listens there, on the same connection.
+// Nothing is ever published on it: its subscriber count tells lockactor's
+// listeners from others (a Redisson client waiting on the lock), which
+// listen on the lock's channel only. It shares the channel's hash tag, so
+// a sharded Cluster keeps both on one master.
+func ListenerMark(channel string) string { return "lockactor_listening:" + channel }
+
 // UnlockMessage is the payload published when a lock is released or deleted.
 const UnlockMessage = "0"
 

@@ -9,6 +9,11 @@
 -- ARGV[4]  the publish command: "publish", or "spublish" on a sharded
 --          cluster; "" publishes nothing (a SpinLock whose Client was given
 --          WithSpinPublish(false))
+-- ARGV[5]  optional: a channel on which to publish ARGV[6] just before the
+--          message, with the same command (lockactor's note, on the lock
+--          channel's ListenerMark, that the release is a lockactor
+--          Client's); "" or absent: none
+-- ARGV[6]  the note's payload
 --
 -- Returns nil when the owner holds nothing (nothing changes), 0 when holds
 -- remain, 1 when the lock was deleted and the message published, 4 when it
@@ -26,6 +31,9 @@ if left > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
+if ARGV[5] and ARGV[5] ~= '' then
+    publish(ARGV[4], ARGV[5], ARGV[6])
+end
 if publish(ARGV[4], KEYS[2], ARGV[1]) then
     return 1
 end

@@ -76,7 +76,7 @@ func TestUnlockPublishRefused(t *testing.T) {
 				}
 				unlock := func() (int64, error) {
 					return Latched.Unlock.Run(ctx, rdb, []string{name, channel, latch},
-						"0", "30000", "owner", pub, 7, 60_000).Int64()
+						"0", "30000", "owner", pub, "", "", 7, 60_000).Int64()
 				}
 				if n, err := unlock(); n != want || err != nil {
 					t.Fatalf("unlock.lua = %d, %v; want %d", n, err, want)
