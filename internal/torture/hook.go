@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -86,6 +87,9 @@ type Hook struct {
 	// Sent, if not nil, counts the grant and renewal scripts that went out
 	// with and without a WAIT.
 	Sent *SyncTally
+	// Noted, if not nil, counts the releases sent with a note for a
+	// foreign waiter (unlock.lua with a note channel, ARGV[5]).
+	Noted *atomic.Int64
 }
 
 var _ redis.Hook = (*Hook)(nil)
@@ -95,6 +99,7 @@ var _ redis.Hook = (*Hook)(nil)
 var (
 	renewSHA   = scripts.Renew.Hash()
 	rwRenewSHA = scripts.RWRenew.Hash()
+	unlockSHA  = scripts.Latched.Unlock.Hash()
 )
 
 // DialHook wraps every connection the Client dials so that, once it turns
@@ -132,6 +137,7 @@ func (h *Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Process
 // window first, then a hook window's draw) and sends them with send, or
 // not, accordingly.
 func (h *Hook) fault(cmds []redis.Cmder, send func() error) error {
+	h.countNoted(cmds)
 	renewals := h.observe(cmds)
 	h.Sent.count(cmds)
 	if d := h.Faults.linkDelay(h.Server, h.Client); d > 0 {
@@ -202,6 +208,21 @@ func (h *Hook) observe(cmds []redis.Cmder) map[int]Renewal {
 		out[i] = r
 	}
 	return out
+}
+
+// countNoted counts the noted releases among cmds (see Noted).
+func (h *Hook) countNoted(cmds []redis.Cmder) {
+	if h.Noted == nil {
+		return
+	}
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		if sha, ok := scriptSHA(args); ok && sha == unlockSHA {
+			if note, ok := scriptArgString(args, 5); ok && note != "" {
+				h.Noted.Add(1)
+			}
+		}
+	}
 }
 
 // ParseRenewal recognises `EVALSHA <sha> <numkeys> <key...> <arg...>` (or

@@ -113,6 +113,9 @@ type runner struct {
 	// resent and resentFailed count releases lost in a master switch that
 	// a Client sent again, and those sent again in vain (dropWatch).
 	resent, resentFailed atomic.Int64
+	// noted counts the releases the Clients sent with a note for a foreign
+	// waiter (see listenForeign).
+	noted atomic.Int64
 
 	servers  map[string]*redistest.Server
 	admin    map[string]redis.UniversalClient // unhooked, for CLIENT KILL, LLEN, setup
@@ -187,6 +190,12 @@ func Run(tb testing.TB, cfg Config) Result {
 		defer close(injected)
 		r.inject(start, plan)
 	}()
+	foreign := make(chan int, 1)
+	if cfg.Topology == nil {
+		go func() { foreign <- r.listenForeign(cfg.Seed) }()
+	} else {
+		foreign <- 0
+	}
 	var wg sync.WaitGroup
 	for g := 0; g < cfg.Workers; g++ {
 		w := &worker{r: r, rec: &recorder{g: g, ids: &r.ids},
@@ -210,6 +219,9 @@ func Run(tb testing.TB, cfg Config) Result {
 		r.violate(VWorkload, fmt.Sprintf("workers still running %v after the run ended (a call is stuck; see hang violations)", drainTimeout))
 	}
 	<-injected
+	if n := <-foreign; n > 0 {
+		r.logf("a foreign listener listened on a Lock's channel %d times; %d releases were noted for it", n, r.noted.Load())
+	}
 	log := r.collect(start, time.Now())
 	if switches != nil {
 		log.Switches = switches.end()
@@ -311,7 +323,7 @@ func (r *runner) connectClients(where string, opts []lockactor.Option, newClient
 	}{{"A", clientsA}, {"B", clientsB}} {
 		for i := 0; i < s.n; i++ {
 			name := fmt.Sprintf("%s%d", s.server, i+1)
-			rdb := newClient(s.server, &Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew,
+			rdb := newClient(s.server, &Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew, Noted: &r.noted,
 				OnRenewReply: r.topo.onRenewReply, Sent: &r.topo.sent})
 			wd := watchdog
 			if s.server == "A" && i == s.n-1 {
