@@ -67,9 +67,10 @@ type lockActor struct {
 	outrun   time.Time // the first of the yields in a row that another process won; zero if none
 	markID   uint64    // pub/sub handler id on the channel's ListenerMark; 0 when not subscribed
 	foreign  foreignWaiters
-	// countedAt: when the last count answered; yieldFrom: when the yield
-	// under way began.
+	// countedAt: when the last count answered (countUnknown: it could not
+	// tell); yieldFrom: when the yield under way began.
 	countedAt, yieldFrom time.Time
+	countUnknown         bool
 }
 
 // phase names an actor's state.

@@ -213,9 +213,11 @@ func (a *lockActor) tried(at *lockAttempt, won bool) {
 	}
 }
 
-// recount counts the listeners, unless a count has answered lately.
+// recount counts the listeners, unless a count has answered lately, or
+// the last could not tell (a master with replicas: so will the next, and
+// on a stopped master each would hold a connection until it times out).
 func (a *lockActor) recount() {
-	if a.now.Sub(a.countedAt) >= recount {
+	if !a.countUnknown && a.now.Sub(a.countedAt) >= recount {
 		a.countOthers()
 	}
 }
@@ -259,8 +261,9 @@ type subscribers struct {
 // yield makes it long.
 func (a *lockActor) counted(m *subscribers) {
 	a.counting, a.countedAt = false, a.now
+	a.countUnknown = m.err != nil || m.l.All < 0
 	switch {
-	case m.err != nil || m.l.All < 0:
+	case a.countUnknown:
 		a.others = true
 		return
 	case a.subID != 0:
