@@ -53,6 +53,18 @@ func TestForeignYield(t *testing.T) {
 			publishNoted(ch, "900"),
 		}
 	}
+	// handOn has w, granted, release (its script named by release) and
+	// v come and be refused, waiting for a message.
+	handOn := func(release string) []step {
+		return []step{
+			answered("w", "granted"),
+			unlock("uw", "w"),
+			expect(release, reply(released)),
+			answered("uw", "gone"),
+			lock("v", "v", long),
+			expect("lock v", reply(refused(10*time.Second))),
+		}
+	}
 	run(t, KindLock, []scenario{
 		{name: "lockactor listeners only: a plain release, and the plain yield", counts: true, steps: after(3, 3,
 			publish(ch, "0"),
@@ -83,21 +95,16 @@ func TestForeignYield(t *testing.T) {
 			callAfter(foreignWindow-5*ms, "lock p1", reply(granted)),
 			answered("p1", "granted"),
 		)},
-		{name: "a count that cannot tell (replicas) is not asked again at the next yields", counts: true, steps: append(queued,
+		{name: "a count that cannot tell (replicas) is not asked again at the next yields", counts: true, steps: append(append(queued,
 			publish(ch, "0"),
 			expectNow("subscribers", foreignCount(-1, 0)),
 			callAfter(yieldWindow, "lock w", reply(granted)),
-			answered("w", "granted"),
-			unlock("uw", "w"),
-			expect("unlock w", reply(released)),
-			answered("uw", "gone"),
-			lock("v", "v", long),
-			expect("lock v", reply(refused(10*time.Second))),
+		), append(handOn("unlock w"),
 			noCall(time.Second),
 			publish(ch, "0"), // no count at this yield
 			callAfter(yieldWindow, "lock v", reply(granted)),
 			answered("v", "granted"),
-		)},
+		)...)},
 		{name: "a resubscription during a yield keeps it", counts: true, steps: append(queued,
 			publish(ch, "0"),
 			expectNow("subscribers", subscriberCount(2)), // a yield asks who listens
@@ -106,22 +113,17 @@ func TestForeignYield(t *testing.T) {
 			callAfter(yieldWindow-ms, "lock w", reply(granted)),
 			answered("w", "granted"),
 		)},
-		{name: "a note brings another Client's finding: a long yield, and our releases are noted for as long as it lasts", counts: true, steps: append(queued,
+		{name: "a note brings another Client's finding: a long yield, and our releases are noted for as long as it lasts", counts: true, steps: append(append(queued,
 			publishNoted(ch, "300"),
 			expectNow("subscribers", subscriberCount(2)), // none foreign: the note's finding stands
 			callAfter(foreignWindow, "lock w", reply(granted)),
-			answered("w", "granted"),
-			unlock("uw", "w"),
-			expect("unlock_noted w", reply(released)),
-			answered("uw", "gone"),
-			lock("v", "v", long),
-			expect("lock v", reply(refused(10*time.Second))),
+		), append(handOn("unlock_noted w"),
 			noCall(300*ms-foreignWindow),
 			publish(ch, "0"), // the finding has lapsed: a plain yield
 			expectNow("subscribers", subscriberCount(2)),
 			callAfter(yieldWindow, "lock v", reply(granted)),
 			answered("v", "granted"),
-		)},
+		)...)},
 		{name: "the finding lasts foreignMemory", counts: true, steps: append(after(3, 2,
 			publishNoted(ch, "1000"),
 			callAfter(foreignWindow, "lock p1", reply(granted)),
