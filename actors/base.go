@@ -222,12 +222,11 @@ type signal struct {
 	// barrier reads seq as it passes (see countDownActor).
 	seq, marked atomic.Int64
 	marker      string
-	// note: a note came on the channel's ListenerMark, so the next message
-	// is a lockactor Client's release; noted: so was the latest message,
-	// and noteSaid what its note said (see foreignWaiters.note).
-	note, noted atomic.Bool
-	noteSaid    atomic.Pointer[string]
-	noteSays    atomic.Pointer[string]
+	// note is what the last note on the channel's ListenerMark said, until
+	// the next message (a lockactor Client's release) takes it; noted is
+	// the latest message's note, nil if it came without one (see
+	// foreignWaiters.note).
+	note, noted atomic.Pointer[string]
 }
 
 // news is what a Wake brings, read once by the actor.
@@ -235,21 +234,21 @@ type news struct {
 	msgs    int64
 	resync  bool
 	payload string
-	marked  int64 // see signal.marked
-	noted   bool  // see signal.noted
-	note    string
+	marked  int64  // see signal.marked
+	noted   bool   // the latest message came with a note (see signal.noted)
+	note    string // what it said
 }
 
 // take reads and resets the signal. A handler event after this posts a new
 // Wake, so nothing that arrives now goes unseen.
 func (s *signal) take() news {
 	s.queued.Store(false)
-	n := news{msgs: s.msgs.Swap(0), resync: s.resync.Swap(false), marked: s.marked.Load(), noted: s.noted.Load()}
+	n := news{msgs: s.msgs.Swap(0), resync: s.resync.Swap(false), marked: s.marked.Load()}
 	if p := s.payload.Load(); p != nil {
 		n.payload = *p
 	}
-	if p := s.noteSaid.Load(); p != nil {
-		n.note = *p
+	if p := s.noted.Load(); p != nil {
+		n.noted, n.note = true, *p
 	}
 	return n
 }
@@ -262,11 +261,7 @@ func (b *base) subscribe(channel string, sig *signal, wake *messages.Wake) uint6
 	box := b.box
 	handler := func(ev redisio.Event) {
 		if ev.Kind == redisio.Message {
-			noted := sig.note.Swap(false)
-			sig.noted.Store(noted)
-			if noted {
-				sig.noteSaid.Store(sig.noteSays.Load())
-			}
+			sig.noted.Store(sig.note.Swap(nil))
 			sig.payload.Store(&ev.Payload)
 			sig.msgs.Add(1)
 			if n := sig.seq.Add(1); sig.marker != "" && ev.Payload == sig.marker {
@@ -274,7 +269,7 @@ func (b *base) subscribe(channel string, sig *signal, wake *messages.Wake) uint6
 			}
 		} else {
 			sig.resync.Store(true)
-			sig.note.Store(false)
+			sig.note.Store(nil)
 		}
 		if sig.queued.CompareAndSwap(false, true) {
 			box.post(wake)

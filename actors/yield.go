@@ -150,7 +150,16 @@ func (a *lockActor) foreignNews(n news, ours bool) {
 		return
 	}
 	a.foreign.notes++
-	if a.held() && a.scheme.handsOff() && a.foreign.waits(a.now) {
+	if a.held() && a.scheme.handsOff() {
+		a.cutRun()
+	}
+}
+
+// cutRun ends the run under way at its next release while a foreign
+// waiter waits: our grant came after another Client's noted release (see
+// foreignNews, tried).
+func (a *lockActor) cutRun() {
+	if a.foreign.waits(a.now) {
 		a.handoffs = HandoffRun
 	}
 }
@@ -203,10 +212,8 @@ func (a *lockActor) yieldLong(prev verdict, on, noted bool) {
 // tried notes what a queued attempt that followed a long yield found: long
 // says the yield ran to its end, won whether it got the lock.
 func (a *lockActor) tried(at *lockAttempt, won bool) {
-	if won && at.notes != a.foreign.notes && a.foreign.waits(a.now) {
-		// Another Client's noted release came while the attempt was on
-		// its way: the grant came after it. End the run at once.
-		a.handoffs = HandoffRun
+	if won && at.notes != a.foreign.notes {
+		a.cutRun() // another Client's noted release came while the attempt was on its way
 	}
 	if at.long {
 		a.foreign.served(won, a.now)
@@ -232,8 +239,7 @@ func (a *lockActor) listen() {
 		sig := &a.sig
 		a.markID, _ = a.rt.ps.Subscribe(a.rt.ctx, redisio.ListenerMark(ch), func(ev redisio.Event) {
 			if ev.Kind == redisio.Message {
-				sig.noteSays.Store(&ev.Payload)
-				sig.note.Store(true)
+				sig.note.Store(&ev.Payload)
 			}
 		})
 	}

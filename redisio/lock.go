@@ -42,28 +42,32 @@ func (c *Conn) FencedLock(ctx context.Context, op Op, name, owner string, lease 
 // server that refuses the publish (an ACL) does not fail the release, which
 // reads as ReleasedQuiet then.
 func (c *Conn) Unlock(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.unlock(ctx, op, name, owner, lease, c.publishArg(), "", "")
+	return c.unlock(ctx, op, name, owner, lease, c.publishArg(), nil)
 }
 
 // UnlockNoted is Unlock with a note: when the last hold goes, it first
 // publishes note on the lock channel's ListenerMark, so that other
 // lockactor Clients can tell this release from a Redisson client's.
 func (c *Conn) UnlockNoted(ctx context.Context, op Op, name, owner string, lease time.Duration, note string) Reply {
-	return c.unlock(ctx, op, name, owner, lease, c.publishArg(), ListenerMark(LockChannel(name)), note)
+	return c.unlock(ctx, op, name, owner, lease, c.publishArg(), &note)
 }
 
 // UnlockQuiet is Unlock without the publish: the last hold's release reads
 // as ReleasedQuiet (a SpinLock whose Client was given WithSpinPublish(false)).
 func (c *Conn) UnlockQuiet(ctx context.Context, op Op, name, owner string, lease time.Duration) Reply {
-	return c.unlock(ctx, op, name, owner, lease, "", "", "")
+	return c.unlock(ctx, op, name, owner, lease, "", nil)
 }
 
 // unlock runs unlock.lua with pub as its publish command ("" for none),
-// and noteOn as the channel of its note ("" for none).
-func (c *Conn) unlock(ctx context.Context, op Op, name, owner string, lease time.Duration, pub any, noteOn, note string) Reply {
+// and note, if not nil, published on the channel's ListenerMark.
+func (c *Conn) unlock(ctx context.Context, op Op, name, owner string, lease time.Duration, pub any, note *string) Reply {
 	k, s := op.keysFor(name), scripts.Latched.Unlock
+	noteOn, said := "", ""
+	if note != nil {
+		noteOn, said = ListenerMark(LockChannel(name)), *note
+	}
 	argv := []any{"evalsha", shaOf(s), 3, k.name, k.channel, k.latch,
-		UnlockMessage, msArg(lease), owner, pub, noteOn, note, op.Seq, msArg(op.Keep)}
+		UnlockMessage, msArg(lease), owner, pub, noteOn, said, op.Seq, msArg(op.Keep)}
 	return c.runCall(ctx, op, &batchCall{ctx: ctx, script: s, key: name, argv: argv})
 }
 

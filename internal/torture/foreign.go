@@ -23,27 +23,16 @@ func (r *runner) listenForeign(seed int64) int {
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
 	windows := 0
 	for {
-		if !r.sleepUnlessStopped(between(time.Second, 3*time.Second)) {
+		if !r.sleepUntil(time.Now().Add(between(time.Second, 3*time.Second))) {
 			return windows
 		}
 		name := fmt.Sprintf("lock%d", rng.IntN(namesPerPrim))
 		ps := r.admin["A"].Subscribe(context.Background(), redisio.LockChannel(name))
 		windows++
-		stopped := !r.sleepUnlessStopped(between(time.Second, 4*time.Second))
+		stopped := !r.sleepUntil(time.Now().Add(between(time.Second, 4*time.Second)))
 		_ = ps.Close()
 		if stopped {
 			return windows
 		}
 	}
-}
-
-// sleepUnlessStopped sleeps d, or less if the run stops; false if it has.
-func (r *runner) sleepUnlessStopped(d time.Duration) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		if r.stopping() {
-			return false
-		}
-		time.Sleep(min(50*time.Millisecond, time.Until(end)))
-	}
-	return !r.stopping()
 }
