@@ -211,7 +211,7 @@ func (a *lockActor) onWake(n news) {
 	if a.scheme.exclusive() && a.held() && (ours || n.msgs == 0) {
 		return // our own release's echo, or a resubscription while we hold
 	}
-	if n.msgs == 0 && a.yielding && a.verdict.until.After(a.now) {
+	if n.msgs == 0 && a.yieldUnderWay(a.verdict) {
 		// A (re)subscription while the queue yields: the yield's end,
 		// soon, is the retry that covers a message it missed.
 		return

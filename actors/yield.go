@@ -170,7 +170,7 @@ func (a *lockActor) cutRun() {
 // window again, a peer releasing more often than yieldWindow would keep
 // this queue from ever trying.
 func (a *lockActor) yieldTo(prev verdict, n news) {
-	on := a.yielding && prev.until.After(a.now)
+	on := a.yieldUnderWay(prev)
 	if on && a.foreign.long || a.foreign.waits(a.now) {
 		a.yieldLong(prev, on && a.foreign.long, n.noted)
 		return
@@ -185,6 +185,19 @@ func (a *lockActor) yieldTo(prev verdict, n news) {
 	}
 	a.verdict = verdict{until: until, all: true}
 	a.yielding, a.wokenByMsg = true, false
+}
+
+// yieldUnderWay reports whether v is the verdict of a yield still under
+// way: one that ends within the yield's span from its start. Anything else
+// in its place (a refusal's TTL: a direct attempt was refused meanwhile)
+// is no yield, and must not be kept as one, or a release heard after it
+// would wake nobody.
+func (a *lockActor) yieldUnderWay(v verdict) bool {
+	span := yieldWindow
+	if a.foreign.long {
+		span = foreignWindow
+	}
+	return a.yielding && v.until.After(a.now) && !v.until.After(a.yieldFrom.Add(span))
 }
 
 // yieldLong holds the queue back after a noted release, until one without

@@ -105,6 +105,26 @@ func TestForeignYield(t *testing.T) {
 			callAfter(yieldWindow, "lock v", reply(granted)),
 			answered("v", "granted"),
 		)...)},
+		{name: "a refusal in place of a long yield is no yield: the next noted release starts one", counts: true, steps: after(3, 2,
+			publishNoted(ch, "1000"),
+			tryLock("q", "q", 0),
+			expectNow("lock q", reply(refused(10*time.Second))), // the verdict is now the refusal's
+			answered("q", "refused"),
+			noCall(5*ms),
+			publishNoted(ch, "1000"), // a release: not kept out by the refusal's 10s
+			callAfter(foreignWindow, "lock p1", reply(granted)),
+			answered("p1", "granted"),
+		)},
+		{name: "a resubscription after a refusal took a yield's place tries at once", counts: true, steps: append(queued,
+			publish(ch, "0"),
+			expectNow("subscribers", subscriberCount(2)),
+			tryLock("q", "q", 0),
+			expectNow("lock q", reply(refused(10*time.Second))),
+			answered("q", "refused"),
+			channelEvent(ch, redisio.Subscribed), // a release may have gone unheard
+			expectNow("lock w", reply(granted)),
+			answered("w", "granted"),
+		)},
 		{name: "a resubscription during a yield keeps it", counts: true, steps: append(queued,
 			publish(ch, "0"),
 			expectNow("subscribers", subscriberCount(2)), // a yield asks who listens
