@@ -79,6 +79,11 @@ type foreignWaiters struct {
 	unused int       // long yields in a row that ran to their end and then won
 	quiet  time.Time // no long yields before then
 	notes  uint64    // other Clients' noted releases heard so far
+	// n is how many foreign listeners the last count that found one
+	// found (0: the finding came from a note, which says nothing of it:
+	// one); turns, how many releases without a note the long yield under
+	// way has heard. It ends at the n-th.
+	n, turns int64
 }
 
 // knows reports whether this Client has a finding, and so notes its
@@ -200,11 +205,14 @@ func (a *lockActor) yieldUnderWay(v verdict) bool {
 	return a.yielding && v.until.After(a.now) && !v.until.After(a.yieldFrom.Add(span))
 }
 
-// yieldLong holds the queue back after a noted release, until one without
-// a note (the foreign waiter's) or foreignWindow; on says a long yield is
-// under way (it keeps its end).
+// yieldLong holds the queue back after a noted release, until as many
+// releases without a note as foreign waiters were counted (their turns),
+// or foreignWindow; on says a long yield is under way (it keeps its end).
 func (a *lockActor) yieldLong(prev verdict, on, noted bool) {
 	switch {
+	case !noted && on && a.foreign.turns+1 < a.foreign.n:
+		a.foreign.turns++ // one foreign waiter had its turn; others wait too
+		a.verdict = prev
 	case !noted:
 		if on {
 			a.foreign.served(false, a.now)
@@ -215,7 +223,7 @@ func (a *lockActor) yieldLong(prev verdict, on, noted bool) {
 	case on:
 		a.verdict = prev
 	default:
-		a.yieldFrom = a.now
+		a.yieldFrom, a.foreign.turns = a.now, 0
 		a.verdict = verdict{until: a.now.Add(foreignWindow), all: true}
 		a.recount()
 	}
@@ -293,7 +301,7 @@ func (a *lockActor) counted(m *subscribers) {
 	if !m.l.Foreign() {
 		return
 	}
-	a.foreign.until = a.now.Add(foreignMemory)
+	a.foreign.until, a.foreign.n = a.now.Add(foreignMemory), m.l.All-m.l.Ours
 	if a.yielding && !a.foreign.long && a.verdict.until.After(a.now) && a.foreign.waits(a.now) {
 		a.verdict.until = a.yieldFrom.Add(foreignWindow)
 		a.foreign.long = true

@@ -88,6 +88,15 @@ func TestForeignYield(t *testing.T) {
 			expectNow("lock p1", reply(granted)),
 			answered("p1", "granted"),
 		)},
+		{name: "two foreign waiters: the long yield lasts until both have released", counts: true, steps: after(4, 2,
+			publishNoted(ch, "1000"),
+			noCall(3*ms),
+			publish(ch, "0"), // the first foreign waiter's
+			noCall(3*ms),
+			publish(ch, "0"), // the second's
+			expectNow("lock p1", reply(granted)),
+			answered("p1", "granted"),
+		)},
 		{name: "noted messages during a long yield keep its end", counts: true, steps: after(3, 2,
 			publishNoted(ch, "1000"),
 			noCall(5*ms),
