@@ -108,13 +108,23 @@ func TestRedLockExcludesAnother(t *testing.T) {
 func TestRedLockValidityKnownWhenTryLockReturns(t *testing.T) {
 	t.Parallel()
 	_, clients := redlockNodes(t, 3)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, 60*time.Second)
 	rl, _ := redLockOn(clients, "rl-validity")
 	zero := 0
 	const rounds = 300
 	for range rounds {
-		if ok, err := rl.TryLock(ctx, loadedWait); !ok || err != nil {
-			t.Fatalf("TryLock = %v, %v", ok, err)
+		// This test is about Validity after a grant, not about getting one:
+		// a machine loaded past the node timeout for all of loadedWait (it
+		// happened once in CI) gets three more tries.
+		for try := 1; ; try++ {
+			ok, err := rl.TryLock(ctx, loadedWait)
+			if ok && err == nil {
+				break
+			}
+			if try == 4 {
+				t.Fatalf("TryLock, try %d = %v, %v", try, ok, err)
+			}
+			t.Logf("TryLock, try %d = %v, %v; trying again", try, ok, err)
 		}
 		if rl.Validity() <= 0 {
 			zero++
