@@ -40,34 +40,49 @@ func doubted(rest ...step) []step {
 // subscribers connections listen on the lock's channel (ours included):
 // the next release goes to Redis when another listens, or relays on.
 func relayRun(subscribers int64) []step {
-	return relayRunCounted(subscriberCount(subscribers), subscribers > 1)
+	return relayRunCounted(subscriberCount(subscribers), subscribers > 1, false)
 }
 
 // relayRunCounted is relayRun with the count answered by count; others
-// says whether it finds other connections listening.
-func relayRunCounted(count act, others bool) []step {
+// says whether it finds other connections listening, and foreign whether
+// it finds a foreign waiter: a fresh finding ends the run at its next
+// release, halfway.
+func relayRunCounted(count act, others, foreign bool) []step {
 	steps := []step{
 		lock("p0", "p0", 0),
 		expect("lock p0", reply(granted)),
 		answered("p0", "granted"),
 		lock("p1", "p1", 0),
 	}
-	for i := 1; i <= HandoffRun; i++ {
-		cur, next := fmt.Sprintf("p%d", (i-1)%2), fmt.Sprintf("p%d", i%2)
-		steps = append(steps, unlock("u"+cur, cur), answered("u"+cur, "gone"), answered(next, "granted"))
-		if i == HandoffRun/2 {
-			steps = append(steps, expect("subscribers", count))
-		}
-		forget := func(label string) step {
-			return func(h *harness) { delete(h.acq, label); delete(h.rel, label); delete(h.heard, label) }
-		}
-		steps = append(steps, forget("u"+cur), forget(cur), lock(cur, cur, 0))
+	n := HandoffRun
+	if foreign {
+		n = HandoffRun / 2
 	}
+	steps = append(steps, relays(0, n, count)...)
 	last := fmt.Sprintf("p%d", HandoffRun%2)
 	if others {
 		return append(steps, unlock("end", last), expect("unlock p0", reply(released)), answered("end", "gone"))
 	}
 	return append(steps, unlock("end", last), answered("end", "gone"), answered(fmt.Sprintf("p%d", (HandoffRun+1)%2), "granted"))
+}
+
+// relays is n relays between p0 and p1 that take turns, the first by
+// p<first> (the holder) to the other (queued behind it), each releasing
+// owner queuing again; the run's count, halfway, is answered by count.
+func relays(first, n int, count act) []step {
+	var steps []step
+	forget := func(label string) step {
+		return func(h *harness) { delete(h.acq, label); delete(h.rel, label); delete(h.heard, label) }
+	}
+	for i := 1; i <= n; i++ {
+		cur, next := fmt.Sprintf("p%d", (first+i-1)%2), fmt.Sprintf("p%d", (first+i)%2)
+		steps = append(steps, unlock("u"+cur, cur), answered("u"+cur, "gone"), answered(next, "granted"))
+		if i == HandoffRun/2 {
+			steps = append(steps, expect("subscribers", count))
+		}
+		steps = append(steps, forget("u"+cur), forget(cur), lock(cur, cur, 0))
+	}
+	return steps
 }
 
 // TestRelay covers hand-offs made without Redis (relay.go): a watchdog

@@ -41,7 +41,10 @@ import (
 // Two things still let a Client in ahead of the foreign waiter, and both
 // end its run at its first release: an attempt already on its way when
 // another Client's noted release came, granted after it; and another
-// Client's noted release heard while holding.
+// Client's noted release heard while holding. A count during a run that
+// finds a foreign waiter not known before ends the run the same way: the
+// waiter may have come just after the last run's count, and lost the race
+// at that run's plain end.
 //
 // A long yield that ran to its end and then won the lock served nobody;
 // after foreignUnused of those in a row (say a monitor subscribed to the
@@ -285,7 +288,7 @@ type subscribers struct {
 // counted applies a subscriber count: ours is one of them while we are
 // subscribed; an unknown count means others may listen (foreign or not:
 // the finding stands as it was). A foreign listener found during a short
-// yield makes it long.
+// yield makes it long; one found afresh while we hold ends our run.
 func (a *lockActor) counted(m *subscribers) {
 	a.counting, a.countedAt = false, a.now
 	a.countUnknown = m.err != nil || m.l.All < 0
@@ -301,7 +304,11 @@ func (a *lockActor) counted(m *subscribers) {
 	if !m.l.Foreign() {
 		return
 	}
+	fresh := !a.foreign.knows(a.now)
 	a.foreign.until, a.foreign.n = a.now.Add(foreignMemory), m.l.All-m.l.Ours
+	if fresh && a.held() && a.scheme.handsOff() {
+		a.cutRun() // see the comment at the top
+	}
 	if a.yielding && !a.foreign.long && a.verdict.until.After(a.now) && a.foreign.waits(a.now) {
 		a.verdict.until = a.yieldFrom.Add(foreignWindow)
 		a.foreign.long = true

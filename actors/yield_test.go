@@ -28,7 +28,7 @@ func TestForeignYield(t *testing.T) {
 	// for the run's release message; with a foreign one, the release is
 	// noted.
 	after := func(all, ours int64, rest ...step) []step {
-		steps := relayRunCounted(foreignCount(all, ours), all > 1 || all < 0)
+		steps := relayRunCounted(foreignCount(all, ours), all > 1 || all < 0, all > ours)
 		if all > ours {
 			steps[len(steps)-2] = expect("unlock_noted p0", reply(released))
 		}
@@ -152,6 +152,17 @@ func TestForeignYield(t *testing.T) {
 			expectNow("subscribers", subscriberCount(2)),
 			callAfter(yieldWindow, "lock v", reply(granted)),
 			answered("v", "granted"),
+		)...)},
+		{name: "a count that finds a known foreign waiter again leaves the run to its bound", counts: true, steps: append(after(3, 2,
+			publishNoted(ch, "1000"),
+			callAfter(foreignWindow, "lock p1", reply(granted)),
+			answered("p1", "granted"),
+			func(h *harness) { delete(h.acq, "p0") },
+			lock("p0", "p0", 0),
+		), append(relays(1, HandoffRun, foreignCount(3, 2)), // the 33rd is relayed too
+			unlock("end", "p1"),
+			expect("unlock_noted p1", reply(released)),
+			answered("end", "gone"),
 		)...)},
 		{name: "the finding lasts foreignMemory", counts: true, steps: append(after(3, 2,
 			publishNoted(ch, "1000"),
