@@ -200,7 +200,9 @@ func TestRedissonPeersGetTheirTurn(t *testing.T) {
 	// The peer subscribes only once refused, so it may start listening
 	// just after a count that found nobody listening: it then waits
 	// through the rest of that run (half a run, when the count is taken)
-	// and the whole next one, the bound docs/PROTOCOL.md states.
+	// and, at worst, the whole next one: the bound kept here, although a
+	// count that finds it afresh now ends that next run halfway
+	// (docs/PROTOCOL.md, section 8).
 	if limit := lockactor.HandoffRun + lockactor.HandoffRun/2; worst > limit {
 		t.Fatalf("a peer waited through %d of our critical sections; want at most a run and a half of hand-offs (%d)", worst, limit)
 	}

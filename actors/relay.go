@@ -27,6 +27,12 @@ import (
 // hand-off run is (HandoffRun grants, HandoffRunTime): then, if other
 // processes listen, the lock is released and published.
 //
+// The channel is trusted to bring a force unlock's message in time: one
+// that comes late (a slow subscription connection) lets a hold the force
+// unlock deleted be relayed until the message or a renewal comes (a known
+// gap: a torture run with pub/sub reads 26 ms late relayed twice after a
+// ForceUnlock of the same Client).
+//
 // A spin lock never relays: it listens on no channel, so nothing would
 // tell it of a force unlock (a torture run relayed a hold another Client
 // had force-unlocked, twice, and the second owner held a ghost); each of
