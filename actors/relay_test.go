@@ -59,11 +59,11 @@ func relayRunCounted(count act, others, foreign bool) []step {
 		n = HandoffRun / 2
 	}
 	steps = append(steps, relays(0, n, count)...)
-	last := fmt.Sprintf("p%d", HandoffRun%2)
+	last := fmt.Sprintf("p%d", n%2)
 	if others {
-		return append(steps, unlock("end", last), expect("unlock p0", reply(released)), answered("end", "gone"))
+		return append(steps, unlock("end", last), expect("unlock "+last, reply(released)), answered("end", "gone"))
 	}
-	return append(steps, unlock("end", last), answered("end", "gone"), answered(fmt.Sprintf("p%d", (HandoffRun+1)%2), "granted"))
+	return append(steps, unlock("end", last), answered("end", "gone"), answered(fmt.Sprintf("p%d", (n+1)%2), "granted"))
 }
 
 // relays is n relays between p0 and p1 that take turns, the first by
