@@ -116,6 +116,11 @@ type runner struct {
 	// noted counts the releases the Clients sent with a note for a foreign
 	// waiter (see listenForeign).
 	noted atomic.Int64
+	// foreignOn counts the foreign listeners on each Lock name's channel;
+	// foreignPairs, the windows that began while the other listened on
+	// the same name (see listenForeign).
+	foreignOn    [namesPerPrim]atomic.Int32
+	foreignPairs atomic.Int64
 
 	servers  map[string]*redistest.Server
 	admin    map[string]redis.UniversalClient // unhooked, for CLIENT KILL, LLEN, setup
@@ -190,11 +195,13 @@ func Run(tb testing.TB, cfg Config) Result {
 		defer close(injected)
 		r.inject(start, plan)
 	}()
-	foreign := make(chan int, 1)
-	if cfg.Topology == nil {
-		go func() { foreign <- r.listenForeign(cfg.Seed) }()
-	} else {
-		foreign <- 0
+	foreign := make(chan int, foreignListeners)
+	for i := range foreignListeners {
+		if cfg.Topology == nil {
+			go func() { foreign <- r.listenForeign(cfg.Seed, i) }()
+		} else {
+			foreign <- 0
+		}
 	}
 	var wg sync.WaitGroup
 	for g := 0; g < cfg.Workers; g++ {
@@ -219,8 +226,13 @@ func Run(tb testing.TB, cfg Config) Result {
 		r.violate(VWorkload, fmt.Sprintf("workers still running %v after the run ended (a call is stuck; see hang violations)", drainTimeout))
 	}
 	<-injected
-	if n := <-foreign; n > 0 {
-		r.logf("a foreign listener listened on a Lock's channel %d times; %d releases were noted for it", n, r.noted.Load())
+	n := 0
+	for range foreignListeners {
+		n += <-foreign
+	}
+	if n > 0 {
+		r.logf("%d foreign listeners listened on a Lock's channel %d times, %d of them beside each other on one name; %d releases were noted for them",
+			foreignListeners, n, r.foreignPairs.Load(), r.noted.Load())
 	}
 	log := r.collect(start, time.Now())
 	if switches != nil {
