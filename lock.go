@@ -332,16 +332,26 @@ func (l *Lock) Token() uint64 {
 // waiters of the name take the lock at their next retry.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return query(ctx, l, func(ctx context.Context, io *redisio.Conn) (bool, error) {
-		switch l.key.Kind {
-		case actors.KindFair:
-			return io.FairForceUnlock(ctx, l.name, time.Now())
-		case actors.KindRW:
-			return io.RWForceUnlock(ctx, l.name, l.rwMode())
-		case actors.KindSpin:
-			if l.c.opts.spinQuiet {
-				return io.ForceUnlockQuiet(ctx, l.name)
-			}
-		}
-		return io.ForceUnlock(ctx, l.name)
+		// No local hold of the name passes from owner to owner without
+		// Redis while this runs (the release message may come late).
+		done := l.c.rt.Forcing(l.name)
+		ok, err := l.forceUnlock(ctx, io)
+		done(err)
+		return ok, err
 	})
+}
+
+// forceUnlock sends the force unlock script of the handle's kind.
+func (l *Lock) forceUnlock(ctx context.Context, io *redisio.Conn) (bool, error) {
+	switch l.key.Kind {
+	case actors.KindFair:
+		return io.FairForceUnlock(ctx, l.name, time.Now())
+	case actors.KindRW:
+		return io.RWForceUnlock(ctx, l.name, l.rwMode())
+	case actors.KindSpin:
+		if l.c.opts.spinQuiet {
+			return io.ForceUnlockQuiet(ctx, l.name)
+		}
+	}
+	return io.ForceUnlock(ctx, l.name)
 }

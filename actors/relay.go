@@ -27,11 +27,12 @@ import (
 // hand-off run is (HandoffRun grants, HandoffRunTime): then, if other
 // processes listen, the lock is released and published.
 //
-// The channel is trusted to bring a force unlock's message in time: one
-// that comes late (a slow subscription connection) lets a hold the force
-// unlock deleted be relayed until the message or a renewal comes (a known
-// gap: a torture run with pub/sub reads 26 ms late relayed twice after a
-// ForceUnlock of the same Client).
+// A force unlock of the same Client stops relays of its name while it is
+// under way, and holds confirmed before it ended are not relayed after it
+// (force.go). Another Client's force unlock is known only by its message:
+// one that comes late (a slow subscription connection) lets a hold it
+// deleted be relayed until the message or a renewal comes, as a holder
+// elsewhere goes on until its renewal fails.
 //
 // A spin lock never relays: it listens on no channel, so nothing would
 // tell it of a force unlock (a torture run relayed a hold another Client
@@ -49,7 +50,8 @@ func (a *lockActor) relays(o *owed, head *messages.Acquire, now time.Time) bool 
 		return !a.rt.cfg.NoRelay && h != nil && o.last
 	}
 	return !a.rt.cfg.NoRelay && a.spin == nil && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
-		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2 && h.confirmed.After(a.doubted)
+		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2 && h.confirmed.After(a.doubted) &&
+		a.rt.forced.allows(a.key.Name, h.confirmed)
 }
 
 // relay gives o's hold to head, the next local waiter: o's caller hears

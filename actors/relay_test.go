@@ -251,6 +251,49 @@ func TestRelay(t *testing.T) {
 			answered("uw", "gone"),
 			answered("v", "granted"), // confirmed by the hand-off: a relay
 		}},
+		// Random seed 1795928418478465017 at 37b65fd: pub/sub reads came
+		// 26 ms late; a ForceUnlock of the same Client returned, and h's
+		// release relayed the deleted hold before the message came.
+		{name: "while a force unlock of the same Client is under way, the hold hands off through Redis", steps: forced(func(begin, _, _ step) []step {
+			return relayedToW(
+				lock("v", "v", 0),
+				begin,
+				unlock("uw", "w"),
+				expect("handoff h>v", reply(handedOver)),
+				answered("uw", "gone"),
+				answered("v", "granted"),
+			)
+		})},
+		{name: "after a force unlock of the same Client, a hold confirmed before its end hands off through Redis, then relays resume", steps: forced(func(begin, end, _ step) []step {
+			return relayedToW(
+				lock("v", "v", 0),
+				begin,
+				noCall(ms),
+				end,
+				noCall(ms), // a script sent at the very instant the force unlock ended is not trusted
+				unlock("uw", "w"),
+				expect("handoff h>v", reply(handedOver)),
+				answered("uw", "gone"),
+				answered("v", "granted"),
+				lock("x", "x", 0),
+				unlock("uv", "v"),
+				answered("uv", "gone"),
+				answered("x", "granted"), // confirmed after the force unlock: a relay
+			)
+		})},
+		{name: "a force unlock that failed stops relays of holds confirmed within half a watchdog after it", watchdog: 300 * ms, steps: forced(func(begin, _, failed step) []step {
+			return relayedToW(
+				begin,
+				failed,
+				noCall(ms),
+				watchdogTick(),
+				expect("renew h", done(true)), // a renewal sent just after the failure
+				lock("v", "v", 0),
+				unlock("uw", "w"),
+				expect("handoff h>v", reply(handedOver)),
+				answered("v", "granted"),
+			)
+		})},
 		{name: "a fixed lease hands off through Redis", steps: []step{
 			lock("h", "h", long),
 			expect("lock h", reply(granted)),
@@ -295,4 +338,15 @@ func TestRelay(t *testing.T) {
 			answered("h2", "granted"),
 		)},
 	})
+}
+
+// forced builds a row around the steps of a force unlock of the harness's
+// name by the same Client: begin (its command about to be sent), and end
+// (its reply in) or failed (its command failed).
+func forced(row func(begin, end, failed step) []step) []step {
+	var done func(error)
+	begin := func(h *harness) { done = h.rt.Forcing(h.key.Name) }
+	end := func(*harness) { done(nil) }
+	failed := func(*harness) { done(redisio.ErrClosed) }
+	return row(begin, end, failed)
 }

@@ -95,6 +95,7 @@ type Runtime struct {
 	cancel context.CancelFunc
 	seq    atomic.Uint64 // numbers every latched request of the Client
 	tokens *tokenMemory  // the fencing tokens the Client has seen; outlives the actors
+	forced forceBook     // the Client's force unlocks, which stop relays (force.go)
 	done   chan struct{} // closed when Close begins
 
 	// stopCtx carries Close's deadline to the clean-up actors do as they
