@@ -309,7 +309,7 @@ func (a *lockActor) counted(m *subscribers) {
 	if fresh && a.held() && a.scheme.handsOff() {
 		a.cutRun() // see the comment at the top
 	}
-	if a.yielding && !a.foreign.long && a.verdict.until.After(a.now) && a.foreign.waits(a.now) {
+	if !a.foreign.long && a.yieldUnderWay(a.verdict) && a.foreign.waits(a.now) {
 		a.verdict.until = a.yieldFrom.Add(foreignWindow)
 		a.foreign.long = true
 	}

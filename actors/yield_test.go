@@ -124,6 +124,16 @@ func TestForeignYield(t *testing.T) {
 			callAfter(foreignWindow, "lock p1", reply(granted)),
 			answered("p1", "granted"),
 		)},
+		{name: "a count that finds a foreign waiter after a refusal took a yield's place keeps the refusal", counts: true, steps: append(queued,
+			publish(ch, "0"),
+			expectNow("subscribers", keep("c")), // the yield's count, answered late
+			tryLock("q", "q", 0),
+			expectNow("lock q", reply(refused(10*time.Second))), // the verdict is now the refusal's
+			answered("q", "refused"),
+			later("c", foreignCount(3, 1)),
+			noCall(foreignWindow+ms), // no retry at the end of a long yield that never began
+			unanswered("w"),
+		)},
 		{name: "a resubscription after a refusal took a yield's place tries at once", counts: true, steps: append(queued,
 			publish(ch, "0"),
 			expectNow("subscribers", subscriberCount(2)),
