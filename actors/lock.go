@@ -116,7 +116,6 @@ func (a *lockActor) handle(msg any) bool {
 		a.waiters.remove(m.Req)
 	case *messages.Wake:
 		a.onWake(a.sig.take())
-		a.early = 0
 	case *replied:
 		a.ledger.onReply(m)
 		a.early = 0

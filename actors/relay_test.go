@@ -294,6 +294,23 @@ func TestRelay(t *testing.T) {
 				answered("v", "granted"),
 			)
 		})},
+		{name: "an echo heard before its release's reply is not awaited again: the next message while holding is news", steps: relayedToW(
+			lock("h2", "h", 0),
+			noCall(HandoffRunTime),
+			unlock("uw", "w"),
+			expect("unlock h", keep("r")),
+			publish(redisio.LockChannel("x"), "0"), // the release's echo, before its reply
+			later("r", reply(released)),
+			answered("uw", "gone"),
+			expect("lock h", reply(granted)),
+			answered("h2", "granted"),
+			lock("v", "v", 0),
+			publish(redisio.LockChannel("x"), "0"), // a force unlock elsewhere: no echo is due
+			unlock("uh2", "h"),
+			expect("handoff h>v", reply(handedOver)),
+			answered("uh2", "gone"),
+			answered("v", "granted"),
+		)},
 		{name: "a fixed lease hands off through Redis", steps: []step{
 			lock("h", "h", long),
 			expect("lock h", reply(granted)),
