@@ -43,12 +43,10 @@ type lockActor struct {
 	// HandoffRunTime, the next release frees the lock for everyone.
 	handoffs int
 	runStart time.Time
-	// echoes counts release messages we published and have yet to hear: a
-	// message while a local owner holds is our own echo, or news (a force
-	// unlock) when no echo is due. early counts messages heard while a
-	// request was in flight: one of them may be the echo of the release
-	// whose reply has not come back yet.
-	echoes, early int
+	// echo keeps the release messages we published and have yet to hear
+	// (echo.go): a message while a local owner holds is our own echo, or
+	// news (a force unlock) when no echo is due.
+	echo echoBook
 	// doubted is when news put the holds in doubt (see onWake): a hold is
 	// relayed only if Redis confirmed it after that.
 	doubted time.Time
@@ -118,7 +116,7 @@ func (a *lockActor) handle(msg any) bool {
 		a.onWake(a.sig.take())
 	case *replied:
 		a.ledger.onReply(m)
-		a.early = 0
+		a.echo.replied()
 	case *subscribers:
 		a.counted(m)
 	case *messages.RenewTick:
@@ -190,8 +188,8 @@ func (a *lockActor) owes(owner string) bool {
 // onWake applies pub/sub news: a release elsewhere, or a (re)subscription
 // after which messages may have been missed, makes the verdict stale.
 func (a *lockActor) onWake(n news) {
-	ours := !n.resync && n.msgs <= int64(a.echoes)
-	if n.resync || n.msgs > int64(a.echoes) && a.held() {
+	ours := !n.resync && n.msgs <= int64(a.echo.awaited())
+	if n.resync || n.msgs > int64(a.echo.awaited()) && a.held() {
 		// A message that is not our echo while we hold: a force unlock. A
 		// (re)subscription, or a connection lost: a force unlock since the
 		// holds' confirmation may have gone unheard (a torture run relayed
@@ -200,11 +198,10 @@ func (a *lockActor) onWake(n news) {
 		// confirms it again; the next hand-off goes through handoff.lua.
 		a.doubted = a.now
 	}
-	a.echoes = max(0, a.echoes-int(n.msgs))
 	if n.resync {
-		a.echoes = 0
-	} else if a.ledger.busy() {
-		a.early += int(n.msgs)
+		a.echo.resync()
+	} else {
+		a.echo.heard(int(n.msgs), a.now, a.ledger.busy())
 	}
 	a.foreignNews(n, ours) // yield.go
 	if a.scheme.exclusive() && a.held() && (ours || n.msgs == 0) {

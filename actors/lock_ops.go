@@ -391,11 +391,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 			a.rt.io.Untold(a.key.Name)
 		}
 		if res == redisio.Released && a.subID != 0 {
-			if a.early > 0 {
-				a.early-- // its echo came before the reply
-			} else {
-				a.echoes++
-			}
+			a.echo.published(a.now)
 		}
 		if a.runOver(a.now) || a.handoffs > 0 && a.others {
 			// The end of a run of hand-offs, at its bound or for want of a

@@ -29,10 +29,13 @@ import (
 //
 // A force unlock of the same Client stops relays of its name while it is
 // under way, and holds confirmed before it ended are not relayed after it
-// (force.go). Another Client's force unlock is known only by its message:
-// one that comes late (a slow subscription connection) lets a hold it
-// deleted be relayed until the message or a renewal comes, as a holder
-// elsewhere goes on until its renewal fails.
+// (force.go). Another Client's force unlock is known only by its message,
+// so relays also stop while the channel is late: our own releases' echoes
+// come more than echoLag after their replies, or one is overdue (echo.go).
+// A message later than that before the channel shows it (the first run
+// of a slow spell) still lets a hold it deleted be relayed until the
+// message or a renewal comes, as a holder elsewhere goes on until its
+// renewal fails.
 //
 // A spin lock never relays: it listens on no channel, so nothing would
 // tell it of a force unlock (a torture run relayed a hold another Client
@@ -51,7 +54,7 @@ func (a *lockActor) relays(o *owed, head *messages.Acquire, now time.Time) bool 
 	}
 	return !a.rt.cfg.NoRelay && a.spin == nil && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
 		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2 && h.confirmed.After(a.doubted) &&
-		a.rt.forced.allows(a.key.Name, h.confirmed)
+		a.rt.forced.allows(a.key.Name, h.confirmed) && !a.echo.behind(now)
 }
 
 // relay gives o's hold to head, the next local waiter: o's caller hears

@@ -311,6 +311,40 @@ func TestRelay(t *testing.T) {
 			answered("uh2", "gone"),
 			answered("v", "granted"),
 		)},
+		{name: "an echo that comes later than echoLag after its reply: relays stop until one comes on time", steps: echoAfter(echoLag+ms,
+			lock("v", "v", 0),
+			unlock("uh2", "h"),
+			expect("handoff h>v", reply(handedOver)), // the channel is late: through Redis
+			answered("uh2", "gone"),
+			answered("v", "granted"),
+			lock("h3", "h", 0),
+			noCall(HandoffRunTime),
+			unlock("uv", "v"),
+			expect("unlock v", reply(released)), // the run's end, published
+			answered("uv", "gone"),
+			publish(redisio.LockChannel("x"), "0"), // its echo, on time
+			expect("lock h", reply(granted)),
+			answered("h3", "granted"),
+			lock("v2", "v", 0),
+			unlock("uh3", "h"),
+			answered("uh3", "gone"),
+			answered("v2", "granted"), // a relay again
+		)},
+		{name: "an echo on time: relays go on", steps: echoAfter(echoLag,
+			lock("v", "v", 0),
+			unlock("uh2", "h"),
+			answered("uh2", "gone"),
+			answered("v", "granted"),
+		)},
+		{name: "an echo overdue stops relays", steps: echoDue(echoLag+ms,
+			expect("handoff t>h", reply(handedOver)),
+			answered("ut", "gone"),
+			answered("h2", "granted"),
+		)},
+		{name: "an echo due, not yet overdue: relays go on", steps: echoDue(echoLag,
+			answered("ut", "gone"),
+			answered("h2", "granted"), // no script
+		)},
 		{name: "a fixed lease hands off through Redis", steps: []step{
 			lock("h", "h", long),
 			expect("lock h", reply(granted)),
@@ -366,4 +400,39 @@ func forced(row func(begin, end, failed step) []step) []step {
 	end := func(*harness) { done(nil) }
 	failed := func(*harness) { done(redisio.ErrClosed) }
 	return row(begin, end, failed)
+}
+
+// echoAfter is the start of rows where a run of h and w ends by time, its
+// release published, and the release's echo comes lag after its reply; h
+// then holds again (h2), granted by Redis.
+func echoAfter(lag time.Duration, rest ...step) []step {
+	return relayedToW(append([]step{
+		lock("h2", "h", 0),
+		noCall(HandoffRunTime),
+		unlock("uw", "w"),
+		expect("unlock h", reply(released)),
+		answered("uw", "gone"),
+		noCall(lag),
+		publish(redisio.LockChannel("x"), "0"),
+		expect("lock h", reply(granted)),
+		answered("h2", "granted"),
+	}, rest...)...)
+}
+
+// echoDue is a row where a run of h and w ends by time, its release
+// published, and after wait with its echo still due, t (granted by a
+// TryLock meanwhile) releases while h2 waits: then comes rest.
+func echoDue(wait time.Duration, rest ...step) []step {
+	return relayedToW(append([]step{
+		lock("h2", "h", 0),
+		noCall(HandoffRunTime),
+		unlock("uw", "w"),
+		expect("unlock h", reply(released)),
+		answered("uw", "gone"),
+		tryLock("t", "t", 0),
+		expect("lock t", reply(granted)),
+		answered("t", "granted"),
+		noCall(wait),
+		unlock("ut", "t"),
+	}, rest...)...)
 }
