@@ -132,10 +132,12 @@ func WithSpinPublish(on bool) Option {
 // next owner's hold is no longer than the one Redis confirmed.
 //
 // Note: only holds renewed by the watchdog are relayed, and only while
-// Redis confirmed them within half the watchdog timeout and since the
-// Client last subscribed to the lock's channel; a WithLease hold, a
-// FencedLock (each grant takes a token) and a SpinLock (it hears no force
-// unlock) always hand off through Redis.
+// Redis confirmed them within half the watchdog timeout, since the Client
+// last subscribed to the lock's channel and since its own last ForceUnlock
+// of the name, and while the channel brings the Client's own release
+// messages back on time; a WithLease hold, a FencedLock (each grant takes
+// a token) and a SpinLock (it hears no force unlock) always hand off
+// through Redis.
 func WithRelay(on bool) Option {
 	return func(o *options) { o.noRelay = !on }
 }
