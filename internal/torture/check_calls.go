@@ -408,6 +408,9 @@ func CheckGhostGrants(l *Log) []Violation {
 		if h.Lease > 0 {
 			lease = h.Lease.String()
 		}
+		if h.Relayed != "" {
+			lease += ", relayed under field " + h.Relayed
+		}
 		vs = append(vs, Violation{Check: VGhost, At: h.Grant, Msg: fmt.Sprintf(
 			"%s: %s hold (g%d, owner %s, lease %s) granted %s (call started %s), but its field was gone from Redis at %s",
 			h.Res, h.Prim, h.G, h.Owner, lease, l.at(h.Grant), l.at(h.AcqStart), l.at(h.ProbeAt))})

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -289,6 +290,9 @@ func Run(tb testing.TB, cfg Config) Result {
 
 // dumpTo writes the log to path and the violations to path+".violations".
 func dumpTo(path string, l *Log, vs []Violation) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	var b strings.Builder
 	for _, v := range vs {
 		fmt.Fprintf(&b, "%s %s\n", l.at(v.At), v)
