@@ -216,6 +216,7 @@ type signal struct {
 	queued  atomic.Bool            // a Wake is in the mailbox
 	msgs    atomic.Int64           // messages since the actor last looked
 	resync  atomic.Bool            // (re)subscribed or disconnected since: messages may be lost
+	down    atomic.Bool            // Disconnected, and not Subscribed since: messages are being lost
 	payload atomic.Pointer[string] // the latest message
 	// seq numbers every message ever heard; marked is the number of the
 	// latest whose payload was marker (set before subscribing, or ""). A
@@ -233,6 +234,7 @@ type signal struct {
 type news struct {
 	msgs    int64
 	resync  bool
+	down    bool // the subscription is down now (see signal.down)
 	payload string
 	marked  int64  // see signal.marked
 	noted   bool   // the latest message came with a note (see signal.noted)
@@ -243,7 +245,7 @@ type news struct {
 // Wake, so nothing that arrives now goes unseen.
 func (s *signal) take() news {
 	s.queued.Store(false)
-	n := news{msgs: s.msgs.Swap(0), resync: s.resync.Swap(false), marked: s.marked.Load()}
+	n := news{msgs: s.msgs.Swap(0), resync: s.resync.Swap(false), down: s.down.Load(), marked: s.marked.Load()}
 	if p := s.payload.Load(); p != nil {
 		n.payload = *p
 	}
@@ -268,6 +270,7 @@ func (b *base) subscribe(channel string, sig *signal, wake *messages.Wake) uint6
 				sig.marked.Store(n)
 			}
 		} else {
+			sig.down.Store(ev.Kind == redisio.Disconnected)
 			sig.resync.Store(true)
 			sig.note.Store(nil)
 		}

@@ -37,6 +37,7 @@ type lockActor struct {
 
 	sig        signal // the lock channel's pub/sub news
 	subID      uint64 // pub/sub handler id; 0 when not subscribed
+	down       bool   // the subscription was Disconnected and is not back, as last heard: no relays
 	wokenByMsg bool   // the next attempt answers a release message
 	// handoffs counts releases handed straight to a local waiter in a row
 	// (by a script or a relay), since runStart; after HandoffRun, or
@@ -188,6 +189,7 @@ func (a *lockActor) owes(owner string) bool {
 // onWake applies pub/sub news: a release elsewhere, or a (re)subscription
 // after which messages may have been missed, makes the verdict stale.
 func (a *lockActor) onWake(n news) {
+	a.down = n.down
 	ours := !n.resync && n.msgs <= int64(a.echo.awaited())
 	if n.resync || n.msgs > int64(a.echo.awaited()) && a.held() {
 		// A message that is not our echo while we hold: a force unlock. A

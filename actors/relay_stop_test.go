@@ -99,6 +99,30 @@ func TestRelayStops(t *testing.T) {
 			answered("ut", "gone"),
 			answered("h2", "granted"), // no script
 		)},
+		// Suggested by a Cluster torture run (seed 1795935480933172402):
+		// after a CLIENT KILL of every connection, a hold confirmed while
+		// the subscription was still down was relayed; a force unlock then
+		// is heard by nobody.
+		{name: "while the subscription is down, a hold confirmed meanwhile hands off through Redis; relays resume once it is back", steps: append([]step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("w", "w", 0),
+			channelEvent(redisio.LockChannel("x"), redisio.Disconnected),
+			noCall(ms),
+			unlock("uh", "h"),
+			expect("handoff h>w", reply(handedOver)), // confirmed before the disconnect: doubted
+			answered("uh", "gone"),
+			answered("w", "granted"),
+			lock("v", "v", 0),
+			unlock("uw", "w"),
+			expect("handoff w>v", reply(handedOver)), // confirmed after it, the channel still down
+			answered("uw", "gone"),
+			answered("v", "granted"),
+			channelEvent(redisio.LockChannel("x"), redisio.Subscribed),
+			noCall(ms),
+			lock("y", "y", 0),
+		}, handsOffThenRelays("v", "v", "y", "z")...)},
 	})
 }
 
