@@ -134,8 +134,8 @@ func WithSpinPublish(on bool) Option {
 // Note: only holds renewed by the watchdog are relayed, and only while
 // Redis confirmed them within half the watchdog timeout, since the Client
 // last subscribed to the lock's channel and since its own last ForceUnlock
-// of the name, and while the channel brings the Client's own release
-// messages back on time; a WithLease hold, a FencedLock (each grant takes
+// of the name, and while that subscription is up and brings the Client's
+// own release messages back on time; a WithLease hold, a FencedLock (each grant takes
 // a token) and a SpinLock (it hears no force unlock) always hand off
 // through Redis.
 func WithRelay(on bool) Option {
