@@ -91,6 +91,9 @@ func (l *Log) describe(s Span) string {
 	if h.Prim.Counted() {
 		extra = fmt.Sprintf(" %d permit(s)", h.N)
 	}
+	if h.Relayed != "" {
+		extra += " relayed under " + h.Relayed
+	}
 	return fmt.Sprintf("%s hold #%d of %s by %s (g%d)%s [%s, %s] ended by %s",
 		h.Prim, h.ID, h.Res, h.Owner, h.G, extra, l.at(s.A), l.at(s.B), s.By)
 }

@@ -408,8 +408,8 @@ func (l *Log) Dump(w io.Writer) error {
 	}
 	for i := range l.Holds {
 		h := &l.Holds[i]
-		lines = append(lines, line{h.Grant, fmt.Sprintf("hold #%d g%d %s %s owner=%s n=%d token=%d acq=%s end=%s done=%s(%s) lost=%s leaseUntil=%s skipped=%v",
-			h.ID, h.G, h.Prim, h.Res, h.Owner, h.N, h.Token, l.at(h.AcqStart), l.at(h.End), l.at(h.Done), h.DoneOut, l.at(h.Lost), l.at(h.LeaseUntil), h.Skipped)})
+		lines = append(lines, line{h.Grant, fmt.Sprintf("hold #%d g%d %s %s owner=%s relayed=%q n=%d token=%d acq=%s end=%s done=%s(%s) lost=%s leaseUntil=%s skipped=%v",
+			h.ID, h.G, h.Prim, h.Res, h.Owner, h.Relayed, h.N, h.Token, l.at(h.AcqStart), l.at(h.End), l.at(h.Done), h.DoneOut, l.at(h.Lost), l.at(h.LeaseUntil), h.Skipped)})
 	}
 	for _, r := range l.Renewals {
 		lines = append(lines, line{r.T, fmt.Sprintf("renew %s %s field=%s", r.Client, r.Res, r.Field)})
