@@ -99,17 +99,12 @@ func TestRelayStops(t *testing.T) {
 			answered("ut", "gone"),
 			answered("h2", "granted"), // no script
 		)},
-		// Suggested by a Cluster torture run (seed 1795935480933172402):
-		// after a CLIENT KILL of every connection, a hold confirmed while
-		// the subscription was still down was relayed; a force unlock then
-		// is heard by nobody.
-		{name: "while the subscription is down, a hold confirmed meanwhile hands off through Redis; relays resume once it is back", steps: append([]step{
-			lock("h", "h", 0),
-			expect("lock h", reply(granted)),
-			answered("h", "granted"),
-			lock("w", "w", 0),
-			channelEvent(redisio.LockChannel("x"), redisio.Disconnected),
-			noCall(ms),
+		// A Cluster torture run (seed 1795935480933172402) found a ghost
+		// grant 3 s after a CLIENT KILL of every connection; reading the
+		// code for it found this gap: a hold confirmed while the
+		// subscription was still down could be relayed, when a force
+		// unlock is heard by nobody.
+		{name: "while the subscription is down, a hold confirmed meanwhile hands off through Redis; relays resume once it is back", steps: append(heldWithWaiter(redisio.Disconnected,
 			unlock("uh", "h"),
 			expect("handoff h>w", reply(handedOver)), // confirmed before the disconnect: doubted
 			answered("uh", "gone"),
@@ -122,7 +117,7 @@ func TestRelayStops(t *testing.T) {
 			channelEvent(redisio.LockChannel("x"), redisio.Subscribed),
 			noCall(ms),
 			lock("y", "y", 0),
-		}, handsOffThenRelays("v", "v", "y", "z")...)},
+		), handsOffThenRelays("v", "v", "y", "z")...)},
 	})
 }
 

@@ -235,14 +235,8 @@ func TestRelay(t *testing.T) {
 		// Random seed 1795888643157479032 at 8f37a34: after a restart, a
 		// ForceUnlock deleted h's hold before the subscription was back;
 		// h's release relayed it, and w held a ghost.
-		{name: "a subscription after the confirmation: the hand-off goes through Redis, then relays resume", steps: append([]step{
-			lock("h", "h", 0),
-			expect("lock h", reply(granted)),
-			answered("h", "granted"),
-			lock("w", "w", 0),
-			channelEvent(redisio.LockChannel("x"), redisio.Subscribed),
-			noCall(ms),
-		}, handsOffThenRelays("h", "h", "w", "v")...)},
+		{name: "a subscription after the confirmation: the hand-off goes through Redis, then relays resume", steps: append(
+			heldWithWaiter(redisio.Subscribed), handsOffThenRelays("h", "h", "w", "v")...)},
 		{name: "a fixed lease hands off through Redis", steps: []step{
 			lock("h", "h", long),
 			expect("lock h", reply(granted)),
@@ -311,4 +305,17 @@ func handsOffThenRelays(field, holder, next, after string) []step {
 		answered("u"+next, "gone"),
 		answered(after, "granted"), // no script
 	}
+}
+
+// heldWithWaiter is the start of rows where h holds a watchdog hold, w
+// waits, and the lock's subscription hears ev a millisecond before rest.
+func heldWithWaiter(ev redisio.EventKind, rest ...step) []step {
+	return append([]step{
+		lock("h", "h", 0),
+		expect("lock h", reply(granted)),
+		answered("h", "granted"),
+		lock("w", "w", 0),
+		channelEvent(redisio.LockChannel("x"), ev),
+		noCall(ms),
+	}, rest...)
 }
