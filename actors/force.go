@@ -48,14 +48,13 @@ func (rt *Runtime) Forcing(name string) (done func(err error)) {
 	if b.names == nil {
 		b.names = make(map[string]*forcing)
 	}
-	b.prune(now.Add(-rt.cfg.Watchdog))
 	f := b.names[name]
 	if f == nil {
 		f = &forcing{}
 		b.names[name] = f
-		b.size.Store(int64(len(b.names)))
 	}
 	f.under++
+	b.prune(now.Add(-rt.cfg.Watchdog)) // keeps f: it is under way
 	var once sync.Once
 	return func(err error) {
 		once.Do(func() {
