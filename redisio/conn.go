@@ -28,6 +28,7 @@ type Conn struct {
 	calls   sync.WaitGroup
 	masters map[string]*batcher      // a Cluster's batchers, by master address
 	directs map[string]*redis.Client // clients of one server each, for checks after a master switch (master.go)
+	routed  string                   // where RouteTo sends commands; "": the user's client (route.go)
 	// shadowed is the shadow client (shadow.go); forgets the latches to
 	// delete at Close, with the last request each may record.
 	shadowed   redis.UniversalClient

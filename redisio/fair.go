@@ -47,7 +47,7 @@ func (c *Conn) FairUnlock(ctx context.Context, op Op, name, owner string, lease 
 func (c *Conn) FairCancel(ctx context.Context, name, owner string, w time.Duration, now time.Time) (bool, error) {
 	keys := c.fairKeys(name)
 	pub := c.publishCmd(ctx)
-	n, err := scripts.FairCancel.Run(ctx, c.rdb, keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli()).Int64()
+	n, err := scripts.FairCancel.Run(ctx, c.cmds(), keys, owner, ms(w), UnlockMessage, pub, now.UnixMilli()).Int64()
 	return n == 1, err
 }
 
@@ -67,21 +67,21 @@ func (c *Conn) FairCancelThen(ctx context.Context, name, owner string, w time.Du
 func (c *Conn) FairForceUnlock(ctx context.Context, name string, now time.Time) (bool, error) {
 	keys := c.fairKeys(name)
 	pub := c.publishCmd(ctx)
-	n, err := scripts.FairForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, now.UnixMilli(), pub).Int64()
+	n, err := scripts.FairForceUnlock.Run(ctx, c.cmds(), keys, UnlockMessage, now.UnixMilli(), pub).Int64()
 	return n == 1, err
 }
 
 // FairQueueLen is the number of owners queued in the fair lock's Redis
 // queue, from every client.
 func (c *Conn) FairQueueLen(ctx context.Context, name string) (int, error) {
-	n, err := c.rdb.LLen(ctx, FairQueue(name)).Result()
+	n, err := c.cmds().LLen(ctx, FairQueue(name)).Result()
 	return int(n), err
 }
 
 // FairQueuePosition is owner's place in the fair lock's queue, 1 for the
 // head; 0 when it is not queued.
 func (c *Conn) FairQueuePosition(ctx context.Context, name, owner string) (int, error) {
-	i, err := c.rdb.LPos(ctx, FairQueue(name), owner, redis.LPosArgs{}).Result()
+	i, err := c.cmds().LPos(ctx, FairQueue(name), owner, redis.LPosArgs{}).Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

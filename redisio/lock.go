@@ -133,7 +133,7 @@ func (c *Conn) ForceUnlockQuiet(ctx context.Context, name string) (bool, error) 
 // none).
 func (c *Conn) forceUnlock(ctx context.Context, name, pub string) (bool, error) {
 	keys := []string{name, LockChannel(name)}
-	n, err := scripts.ForceUnlock.Run(ctx, c.rdb, keys, UnlockMessage, pub).Int64()
+	n, err := scripts.ForceUnlock.Run(ctx, c.cmds(), keys, UnlockMessage, pub).Int64()
 	if n == 2 && pub != "" {
 		c.Untold(name)
 	}
@@ -155,7 +155,7 @@ func (c *Conn) Untold(name string) {
 
 // HoldCount is owner's hold count in the lock hash (0 when it holds nothing).
 func (c *Conn) HoldCount(ctx context.Context, name, owner string) (int, error) {
-	n, err := c.rdb.HGet(ctx, name, owner).Int()
+	n, err := c.cmds().HGet(ctx, name, owner).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -164,14 +164,14 @@ func (c *Conn) HoldCount(ctx context.Context, name, owner string) (int, error) {
 
 // Exists reports whether the lock key exists.
 func (c *Conn) Exists(ctx context.Context, name string) (bool, error) {
-	n, err := c.rdb.Exists(ctx, name).Result()
+	n, err := c.cmds().Exists(ctx, name).Result()
 	return n == 1, err
 }
 
 // PTTL is the key's remaining time to live: 0 when the key is missing, -1 when
 // it exists without an expiry.
 func (c *Conn) PTTL(ctx context.Context, name string) (time.Duration, error) {
-	d, err := c.rdb.PTTL(ctx, name).Result()
+	d, err := c.cmds().PTTL(ctx, name).Result()
 	if err != nil {
 		return 0, err
 	}

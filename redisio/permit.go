@@ -54,14 +54,14 @@ func (c *Conn) PermitRelease(ctx context.Context, op Op, name, member string) Re
 // is not held. It runs unlatched on the caller's goroutine: a second run
 // sets the same lease again.
 func (c *Conn) PermitUpdate(ctx context.Context, name, member string, lease time.Duration) (bool, error) {
-	n, err := scripts.PermitUpdate.Run(ctx, c.rdb, permitKeys(name), member, ms(lease), c.publishCmd(ctx)).Int64()
+	n, err := scripts.PermitUpdate.Run(ctx, c.cmds(), permitKeys(name), member, ms(lease), c.publishCmd(ctx)).Int64()
 	return n == 1, err
 }
 
 // PermitAvailable is the count available after expired permits came back
 // (0 when unset). Unlatched, like PermitUpdate.
 func (c *Conn) PermitAvailable(ctx context.Context, name string) (int, error) {
-	n, err := scripts.PermitAvailable.Run(ctx, c.rdb, permitKeys(name), c.publishCmd(ctx)).Int64()
+	n, err := scripts.PermitAvailable.Run(ctx, c.cmds(), permitKeys(name), c.publishCmd(ctx)).Int64()
 	return int(n), err
 }
 

@@ -63,13 +63,13 @@ func (c *Conn) RWRenew(ctx context.Context, name, owner string, write bool, leas
 func (c *Conn) RWForceUnlock(ctx context.Context, name, mode string) (bool, error) {
 	keys := []string{name, RWChannel(name)}
 	pub := c.publishCmd(ctx)
-	n, err := scripts.RWForceUnlock.Run(ctx, c.rdb, keys, mode, pub).Int64()
+	n, err := scripts.RWForceUnlock.Run(ctx, c.cmds(), keys, mode, pub).Int64()
 	return n == 1, err
 }
 
 // RWMode is the lock's mode: "read", "write", or "" when not held.
 func (c *Conn) RWMode(ctx context.Context, name string) (string, error) {
-	mode, err := c.rdb.HGet(ctx, name, "mode").Result()
+	mode, err := c.cmds().HGet(ctx, name, "mode").Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
 	}

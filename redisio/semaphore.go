@@ -42,7 +42,7 @@ func (c *Conn) SemaphoreGet(ctx context.Context, name string) (int, error) {
 // getCount reads a decimal count held at name: a semaphore's permits or a
 // CountDownLatch's count; 0 when the key is missing.
 func (c *Conn) getCount(ctx context.Context, name string) (int64, error) {
-	n, err := c.rdb.Get(ctx, name).Int64()
+	n, err := c.cmds().Get(ctx, name).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
