@@ -23,9 +23,8 @@ import (
 // (before it, a force unlock may have gone unheard), while the
 // subscription is not known to be down (Disconnected, not yet back: a
 // force unlock now goes unheard), found lost by nothing, with no master
-// switch being followed; otherwise the release
-// hands off through Redis
-// (handoff.lua), which confirms the next grant. Runs are bounded as every
+// switch being followed (master_watch.go); otherwise the release hands
+// off through Redis (handoff.lua), which confirms the next grant. Runs are bounded as every
 // hand-off run is (HandoffRun grants, HandoffRunTime): then, if other
 // processes listen, the lock is released and published.
 //
@@ -56,7 +55,7 @@ func (a *lockActor) relays(o *owed, head *messages.Acquire, now time.Time) bool 
 	}
 	return !a.rt.cfg.NoRelay && a.spin == nil && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
 		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2 && h.confirmed.After(a.doubted) &&
-		!a.down && a.rt.forced.allows(a.key.Name, h.confirmed) && !a.echo.behind(now)
+		!a.down && a.rt.forced.allows(a.key.Name, h.confirmed) && !a.echo.behind(now) && !a.rt.following.Load()
 }
 
 // relay gives o's hold to head, the next local waiter: o's caller hears

@@ -108,11 +108,14 @@ type Runtime struct {
 	running sync.WaitGroup // one count per lock actor until it has stopped
 
 	// Following a Sentinel group's master (switch.go).
-	watches  bool           // the client follows a master that can change
-	watching sync.WaitGroup // the watcher and the sentinels' listener, until they have stopped
-	fairSeen sync.Map       // fair lock name -> when its actor last had waiters (UnixNano)
-	failover chan struct{}  // a sentinel announced a failover step (switch.go)
-	released releasedBook   // fields released lately, for a switch to check (ghosts.go)
+	watches   bool                   // the client follows a master that can change
+	watching  sync.WaitGroup         // the watcher and the sentinels' listener, until they have stopped
+	fairSeen  sync.Map               // fair lock name -> when its actor last had waiters (UnixNano)
+	failover  chan struct{}          // a sentinel announced a failover step (master_watch.go)
+	named     atomic.Pointer[string] // the master a sentinel's +switch-master named last, not yet taken
+	following atomic.Bool            // a master switch is being followed: no relays
+	view      masterView             // the client's sentinel's word (master_watch.go)
+	released  releasedBook           // fields released lately, for a switch to check (ghosts.go)
 }
 
 // NewRuntime starts an actor system for the lock actors of one Client.

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"strings"
 	"time"
 
@@ -41,8 +40,10 @@ const switchCheckEvery = 250 * time.Millisecond
 // sentinels answer with it: following ahead of go-redis's pool (which
 // moves on +switch-master) capped a graceful failover's holds at their
 // copy's TTL on the new master, and a 3 s watchdog hold's Lost closed
-// (TestSentinelGracefulFailoverKeepsLocks, once in CI). See
-// redisio.WatchSentinels.
+// (TestSentinelGracefulFailoverKeepsLocks, once in CI): renewals still
+// went to the former master. A +switch-master is followed at once, with
+// the Conn's commands, renewals included, sent to the new master until
+// the pool gets there (master_watch.go). See redisio.WatchSentinels.
 const (
 	switchCheckFast = 10 * time.Millisecond
 	switchFastFor   = 10 * time.Second
@@ -83,70 +84,6 @@ type holdsRead struct {
 type queueRead struct {
 	owners []string
 	err    error
-}
-
-// heardFailover nudges the master watch: a sentinel announced a step of a
-// failover. It never blocks: one pending nudge is enough.
-func (rt *Runtime) heardFailover(redisio.SentinelEvent) {
-	select {
-	case rt.failover <- struct{}{}:
-	default:
-	}
-}
-
-// watchMaster runs while the runtime lives: see the comment at the top.
-func (rt *Runtime) watchMaster() {
-	defer rt.watching.Done()
-	tick := make(chan struct{}, 1)
-	t := rt.sched.AfterFunc(switchCheckEvery, func() {
-		select {
-		case tick <- struct{}{}:
-		default:
-		}
-	})
-	defer t.Stop()
-	var known string    // the master last seen
-	var since time.Time // when the switch being followed was seen; zero: none
-	var reached bool    // the pool was seen on known: one last read is due
-	var fast time.Time  // asking every switchCheckFast until then
-	for {
-		select {
-		case <-rt.done:
-			return
-		case <-tick:
-		case <-rt.failover:
-			fast = rt.sched.Now().Add(switchFastFor)
-		}
-		if rt.sched.Now().Before(fast) {
-			t.Reset(switchCheckFast)
-		} else {
-			t.Reset(switchCheckEvery)
-		}
-		if since.IsZero() && !rt.hasActors() {
-			continue // idle: silent
-		}
-		ctx, cancel := context.WithTimeout(rt.ctx, 4*switchCheckEvery)
-		now := rt.conn.Master(ctx)
-		switch {
-		case now == "":
-		case known == "":
-			known = now
-		case now != known:
-			rt.cfg.Logger.Warn("lockactor: master switched; re-reading holds there", "from", known, "to", now)
-			known, since, reached = now, rt.sched.Now(), false
-		}
-		if !since.IsZero() {
-			final := reached || rt.sched.Now().Sub(since) > switchFollowMax
-			rt.broadcast(&switched{server: known, final: final})
-			if final {
-				since = time.Time{}
-			} else if ok, err := rt.conn.PoolReaches(ctx, known); err == nil && ok {
-				reached = true
-			}
-		}
-		cancel()
-		rt.forgetFair(rt.sched.Now().Add(-fairRecent))
-	}
 }
 
 // broadcast sends m to every owner-based lock actor, and to the fair

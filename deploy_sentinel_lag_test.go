@@ -1,0 +1,99 @@
+//go:build full
+
+package lockactor_test
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockactor/lockactor"
+	"github.com/lockactor/lockactor/internal/redistest"
+)
+
+// TestSentinelWritesFollowTheFirstSentinel: go-redis's FailoverClient asks
+// one sentinel where the master is and moves its pool when that sentinel
+// announces +switch-master; if that sentinel is late (it learns of a
+// failover another one made through hellos) or unreachable, the pool stays
+// on the former master, which takes writes until the sentinels re-point
+// it, and a grant written there is gone once they do. A Client whose
+// go-redis client asks the third sentinel, stopped (SIGSTOP) during a
+// failover the first one makes: a lock taken 200 ms after the first
+// sentinel names the new master must be on the new master, not on the
+// former one, and a hold taken before the failover must survive it (its
+// renewals go to the new master too), still there.
+func TestSentinelWritesFollowTheFirstSentinel(t *testing.T) {
+	t.Parallel()
+	sen := redistest.StartSentinel(t)
+	old := sen.WaitStable(t)
+	want := sen.Replica()
+	addrs := sen.Addrs()
+	rdb := sen.FailoverClient(t, func(o *redis.FailoverOptions) { o.SentinelAddrs = addrs[len(addrs)-1:] })
+	const watchdog = 3 * time.Second
+	c := newClient(t, rdb, lockactor.WithWatchdogTimeout(watchdog))
+	ctx := ctxFor(t, 60*time.Second)
+
+	keep := c.Lock("lag-keep")
+	if err := keep.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The runtime hears of the first sentinel from its hellos (every 2 s)
+	// and subscribes there to the failover's steps (five channels).
+	first := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer first.Close()
+	within(t, 15*time.Second, "the runtime listening to the first sentinel", func() bool {
+		list, err := first.ClientList(ctx).Result()
+		return err == nil && strings.Contains(list, " sub=5 ")
+	})
+
+	lagging := sen.Sentinels()[len(addrs)-1]
+	lagging.Pause(t)
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			lagging.Resume(t)
+		}
+	}
+	defer resume()
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addrs[0]})
+	defer sc.Close()
+	within(t, 20*time.Second, "SENTINEL FAILOVER accepted", func() bool { return sc.Failover(ctx, sen.MasterName()).Err() == nil })
+	within(t, 20*time.Second, "the first sentinel naming the replica", func() bool {
+		a, err := sc.GetMasterAddrByName(ctx, sen.MasterName()).Result()
+		return err == nil && len(a) == 2 && net.JoinHostPort(a[0], a[1]) == want.Addr()
+	})
+	named := time.Now()
+	time.Sleep(200 * time.Millisecond)
+
+	probe := c.Lock("lag-probe")
+	if err := probe.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	onNew := want.Client(t).Exists(ctx, "lag-probe").Val()
+	onOld := old.Client(t).Exists(ctx, "lag-probe").Val()
+	if err := probe.Unlock(ctx); err != nil {
+		t.Errorf("Unlock of the probe: %v", err)
+	}
+	resume()
+	if onNew != 1 || onOld != 0 {
+		t.Fatalf("a lock taken %v after the first sentinel named %s is on the new master: %v, on the former %s: %v; want on the new one only",
+			time.Since(named).Round(time.Millisecond), want.Addr(), onNew == 1, old.Addr(), onOld == 1)
+	}
+
+	select {
+	case <-keep.Lost():
+		t.Fatal("a hold taken before the failover was lost across it")
+	case <-time.After(2 * watchdog):
+	}
+	field := lockactor.OwnerOf(keep)
+	if n, err := want.Client(t).HGet(ctx, "lag-keep", field).Int(); err != nil || n != 1 {
+		t.Fatalf("the new master's hash has %s = %d, %v; want the hold", field, n, err)
+	}
+	if err := keep.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
