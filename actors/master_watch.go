@@ -128,9 +128,15 @@ func (rt *Runtime) route(ctx context.Context, addr string) {
 	case err != nil:
 		rt.cfg.Logger.Debug("lockactor: routing commands to the new master failed", "to", addr, "err", err)
 	case changed && addr != "":
-		rt.cfg.Logger.Warn("lockactor: the client's pool still reaches the former master; sending commands to the new one directly", "to", addr)
+		rt.cfg.Logger.Warn(LogRouted, "to", addr)
 	}
 }
+
+// LogRouted is the message of the Warn record logged when the runtime
+// starts sending its commands to a new master itself, its client's pool
+// being still on the former one; its attribute to is the new master's
+// address.
+const LogRouted = "lockactor: the client's pool still reaches the former master; sending commands to the new one directly"
 
 // masterView asks the client's own sentinel which server is master, one
 // question at a time and off the watch's round: a sentinel that does not

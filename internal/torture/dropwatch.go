@@ -16,8 +16,9 @@ import (
 // retried; dropped, it leaves the hold in Redis until its lease runs out,
 // which the liveness checks excuse inside the fault window. It also counts
 // the releases lost in a master switch that were sent again, and those
-// whose second sending failed (topoFigures), so that a run shows whether
-// its faults reached that path.
+// whose second sending failed, and the times a Client wrote to a new
+// master ahead of its pool (topoFigures), so that a run shows whether its
+// faults reached those paths.
 type dropWatch struct{ r *runner }
 
 func (h dropWatch) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
@@ -29,6 +30,9 @@ func (h dropWatch) Handle(_ context.Context, rec slog.Record) error {
 		return nil
 	case actors.LogReleasedAgainFailed:
 		h.r.resentFailed.Add(1)
+		return nil
+	case actors.LogRouted:
+		h.r.routed.Add(1)
 		return nil
 	case actors.LogRefusedForGood:
 	default:

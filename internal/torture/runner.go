@@ -114,6 +114,9 @@ type runner struct {
 	// resent and resentFailed count releases lost in a master switch that
 	// a Client sent again, and those sent again in vain (dropWatch).
 	resent, resentFailed atomic.Int64
+	// routed counts the times a Client sent its commands to a new master
+	// ahead of its pool (dropWatch).
+	routed atomic.Int64
 	// noted counts the releases the Clients sent with a note for a foreign
 	// waiter (see listenForeign).
 	noted atomic.Int64

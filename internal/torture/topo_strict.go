@@ -231,6 +231,7 @@ func (r *runner) topoFigures(l *Log) map[string]int {
 	m := r.topo.figures(l)
 	m["releases lost in a switch, sent again"] = int(r.resent.Load())
 	m["releases lost in a switch, sent again in vain"] = int(r.resentFailed.Load())
+	m["Clients writing to a new master ahead of their pool"] = int(r.routed.Load())
 	if t := &r.topo.sent; t.GrantsWait.Load() > 0 || t.RenewalsWait.Load() > 0 {
 		// Replica sync is on (WAIT was sent): how much went without it.
 		m["grant scripts sent with WAIT"] = int(t.GrantsWait.Load())
