@@ -118,6 +118,14 @@ func (rt *Runtime) watchRound(ctx context.Context, w *masterWatch) {
 			w.reached = true
 			rt.route(ctx, "")
 		}
+		return
+	}
+	if rt.conn.Routed() != "" {
+		// The follow ended at its bound (switchFollowMax) with the pool
+		// elsewhere: commands go to the master until the pool gets there.
+		if ok, err := rt.conn.PoolReaches(ctx, w.known); err == nil && ok {
+			rt.route(ctx, "")
+		}
 	}
 }
 
