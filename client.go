@@ -90,6 +90,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		TokenMemory:  o.tokenMemory,
 		Logger:       o.logger,
 		Observer:     c.metrics,
+		ServerClient: o.serverClient,
 
 		Sharding:    sharding,
 		ReplicaSync: redisio.SyncPolicy{Replicas: o.syncReplicas, Timeout: o.syncTimeout, AOF: o.syncAOF, Required: o.syncGiven},

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/lockactor/lockactor/actors"
@@ -37,6 +38,8 @@ type options struct {
 
 	meterProvider metric.MeterProvider // nil: otel.GetMeterProvider() at New
 	metricNames   bool                 // WithMetricsLockNames
+
+	serverClient func(*redis.Client) // WithServerClients
 }
 
 func defaultOptions() options {
@@ -208,6 +211,19 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // its attribute set.
 func WithMetricsLockNames(on bool) Option {
 	return func(o *options) { o.metricNames = on }
+}
+
+// WithServerClients has fn called with each go-redis client the Client
+// makes of one server by itself, as it makes it: on a Sentinel group, after
+// a failover, the Client reads its holds on the new master, and sends its
+// commands there until the go-redis client's pool follows, over clients of
+// its own made from the go-redis client's options (see docs/DEPLOYMENT.md,
+// "What Sentinel cannot promise"). Hooks added to the go-redis client
+// (tracing, metrics) are not on those; add them in fn (c.AddHook), as with
+// go-redis's ClusterClient.OnNewNode. fn must not block; nil (the default)
+// does nothing.
+func WithServerClients(fn func(c *redis.Client)) Option {
+	return func(o *options) { o.serverClient = fn }
 }
 
 // withLatchKeep sets the least time a request's latch record is kept in

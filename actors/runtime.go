@@ -80,7 +80,8 @@ type Config struct {
 	ReplicaSync      redisio.SyncPolicy // WAIT after each change; a grant too few replicas confirmed is undone
 	TokenMemory      int                // fenced lock names whose highest token is remembered by name; 0: DefaultTokenMemory (see tokenMemory)
 	Logger           *slog.Logger
-	Observer         Observer // hears renewals, lost holds, hand-offs, Redis errors; nil: nopObserver
+	Observer         Observer            // hears renewals, lost holds, hand-offs, Redis errors; nil: nopObserver
+	ServerClient     func(*redis.Client) // called with each client of one server the Conn makes (redisio.Conn.OnServerClient)
 }
 
 // Runtime is the actor system of one Client and the registry of its lock
@@ -123,6 +124,7 @@ func NewRuntime(rdb redis.UniversalClient, cfg Config) *Runtime {
 	cfg = cfg.withDefaults()
 	topo := redisio.NewTopology(rdb, cfg.Sharding, cfg.Logger)
 	conn := redisio.NewConn(rdb, topo, cfg.ReplicaSync)
+	conn.OnServerClient(cfg.ServerClient)
 	rt := newRuntimeOn(cfg, conn, redisio.NewPubSub(rdb, topo, cfg.PubSubHealth, cfg.Logger))
 	rt.conn = conn
 	if conn.FollowsMaster() {

@@ -23,12 +23,13 @@ type Conn struct {
 	// running after their caller left, subscriber counts).
 	// mu orders its Add against Close: no guarded goroutine starts once
 	// Close has begun waiting.
-	mu      sync.Mutex
-	closed  bool
-	calls   sync.WaitGroup
-	masters map[string]*batcher      // a Cluster's batchers, by master address
-	directs map[string]*redis.Client // clients of one server each, for checks after a master switch (master.go)
-	routed  string                   // where RouteTo sends commands; "": the user's client (route.go)
+	mu       sync.Mutex
+	closed   bool
+	calls    sync.WaitGroup
+	masters  map[string]*batcher      // a Cluster's batchers, by master address
+	directs  map[string]*redis.Client // clients of one server each, for checks after a master switch (master.go)
+	routed   string                   // where RouteTo sends commands; "": the user's client (route.go)
+	onDirect func(*redis.Client)      // called with each client direct makes (OnServerClient)
 	// shadowed is the shadow client (shadow.go); forgets the latches to
 	// delete at Close, with the last request each may record.
 	shadowed   redis.UniversalClient

@@ -96,6 +96,9 @@ func (c *Conn) direct(ctx context.Context, addr string) (*redis.Client, error) {
 	// own makes its own (sharing the push processor fails to register).
 	template.PushNotificationProcessor, template.ClientSideCacheConfig = nil, nil
 	d = redis.NewClient(&template)
+	if c.onDirect != nil {
+		c.onDirect(d)
+	}
 	if c.directs == nil {
 		c.directs = make(map[string]*redis.Client)
 	}

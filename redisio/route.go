@@ -45,6 +45,16 @@ func (c *Conn) RouteTo(ctx context.Context, addr string) (bool, error) {
 	return changed, nil
 }
 
+// OnServerClient has fn called with each client of one server the Conn
+// makes (re-reads after a switch, RouteTo), before its first command, so
+// that hooks on the user's client can be put there too. Call it before the
+// Conn is used.
+func (c *Conn) OnServerClient(fn func(*redis.Client)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onDirect = fn
+}
+
 // Routed is the address RouteTo last sent commands to; "" while they go
 // through the user's client.
 func (c *Conn) Routed() string {

@@ -342,13 +342,18 @@ func (r *runner) connectClients(where string, opts []lockactor.Option, newClient
 	}{{"A", clientsA}, {"B", clientsB}} {
 		for i := 0; i < s.n; i++ {
 			name := fmt.Sprintf("%s%d", s.server, i+1)
-			rdb := newClient(s.server, &Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew, Noted: &r.noted,
-				OnRenewReply: r.topo.onRenewReply, Sent: &r.topo.sent})
+			h := &Hook{Server: s.server, Client: i, Name: name, Faults: &r.faults, OnRenew: r.onRenew, Noted: &r.noted,
+				OnRenewReply: r.topo.onRenewReply, Sent: &r.topo.sent}
+			rdb := newClient(s.server, h)
 			wd := watchdog
 			if s.server == "A" && i == s.n-1 {
 				wd = shortWatchdog
 			}
-			all := append(append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd), lockactor.WithLogger(slog.New(dropWatch{r}))}, opts...), r.cfg.Options...)
+			// The clients a Client makes of one server (after a Sentinel
+			// switch) carry the hook too: what it sends there is seen and
+			// faulted as the rest.
+			all := append(append([]lockactor.Option{lockactor.WithWatchdogTimeout(wd), lockactor.WithLogger(slog.New(dropWatch{r})),
+				lockactor.WithServerClients(func(c *redis.Client) { c.AddHook(h) })}, opts...), r.cfg.Options...)
 			if s.server == "A" && i == 0 {
 				// Its SpinLocks publish nothing (the quiet release path);
 				// the shared names' waiters of other kinds then wait for
