@@ -3,8 +3,10 @@
 package lockactor_test
 
 import (
+	"context"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +26,9 @@ import (
 // failover the first one makes: a lock taken 200 ms after the first
 // sentinel names the new master must be on the new master, not on the
 // former one, and a hold taken before the failover must survive it (its
-// renewals go to the new master too), still there.
+// renewals go to the new master too), still there. The clients the Client
+// makes of one server are handed to WithServerClients, and the pipelines
+// sent to the new master are seen by a hook put on them there.
 func TestSentinelWritesFollowTheFirstSentinel(t *testing.T) {
 	t.Parallel()
 	sen := redistest.StartSentinel(t)
@@ -33,7 +37,13 @@ func TestSentinelWritesFollowTheFirstSentinel(t *testing.T) {
 	addrs := sen.Addrs()
 	rdb := sen.FailoverClient(t, func(o *redis.FailoverOptions) { o.SentinelAddrs = addrs[len(addrs)-1:] })
 	const watchdog = 3 * time.Second
-	c := newClient(t, rdb, lockactor.WithWatchdogTimeout(watchdog))
+	// The clients the Client makes of one server carry a hook that counts
+	// their pipelines: the probe's grant goes through one of them.
+	var made, piped atomic.Int64
+	c := newClient(t, rdb, lockactor.WithWatchdogTimeout(watchdog), lockactor.WithServerClients(func(d *redis.Client) {
+		made.Add(1)
+		d.AddHook(pipeCount{&piped})
+	}))
 	ctx := ctxFor(t, 60*time.Second)
 
 	keep := c.Lock("lag-keep")
@@ -84,6 +94,10 @@ func TestSentinelWritesFollowTheFirstSentinel(t *testing.T) {
 			time.Since(named).Round(time.Millisecond), want.Addr(), onNew == 1, old.Addr(), onOld == 1)
 	}
 
+	if made.Load() == 0 || piped.Load() == 0 {
+		t.Errorf("WithServerClients: %d clients made, %d pipelines through them; want both above 0", made.Load(), piped.Load())
+	}
+
 	select {
 	case <-keep.Lost():
 		t.Fatal("a hold taken before the failover was lost across it")
@@ -95,5 +109,18 @@ func TestSentinelWritesFollowTheFirstSentinel(t *testing.T) {
 	}
 	if err := keep.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// pipeCount is a go-redis hook that counts the pipelines sent through the
+// client it is on.
+type pipeCount struct{ n *atomic.Int64 }
+
+func (p pipeCount) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (p pipeCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (p pipeCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		p.n.Add(1)
+		return next(ctx, cmds)
 	}
 }
