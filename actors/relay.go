@@ -24,9 +24,10 @@ import (
 // subscription is not known to be down (Disconnected, not yet back: a
 // force unlock now goes unheard), found lost by nothing, with no master
 // switch being followed (master_watch.go); otherwise the release hands
-// off through Redis (handoff.lua), which confirms the next grant. Runs are bounded as every
-// hand-off run is (HandoffRun grants, HandoffRunTime): then, if other
-// processes listen, the lock is released and published.
+// off through Redis (handoff.lua), which confirms the next grant. Runs
+// are bounded as every hand-off run is (HandoffRun grants,
+// HandoffRunTime): then, if other processes listen, the lock is released
+// and published.
 //
 // A force unlock of the same Client stops relays of its name while it is
 // under way, and holds confirmed before it ended are not relayed after it

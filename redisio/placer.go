@@ -138,8 +138,7 @@ func (p *PubSub) locate(ctx context.Context, channels []string, sharded bool) ma
 		addr := node.Options().Addr
 		master, asked := isMaster[addr]
 		if !asked {
-			role, err := node.Do(ctx, "ROLE").Slice()
-			master = err == nil && len(role) > 0 && role[0] == "master"
+			master, _ = saysMaster(ctx, node)
 			isMaster[addr] = master
 		}
 		if master {

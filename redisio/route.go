@@ -85,14 +85,19 @@ func (c *Conn) IsMaster(ctx context.Context, addr string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		role, err := d.Do(ctx, "ROLE").Slice()
-		if err != nil {
-			return false, err
-		}
-		if len(role) == 0 {
-			return false, nil
-		}
-		s, _ := role[0].(string)
-		return strings.EqualFold(s, "master"), nil
+		return saysMaster(ctx, d)
 	})
+}
+
+// saysMaster asks the server behind c for its ROLE and reports whether it
+// is a master.
+func saysMaster(ctx context.Context, c interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}) (bool, error) {
+	role, err := c.Do(ctx, "ROLE").Slice()
+	if err != nil || len(role) == 0 {
+		return false, err
+	}
+	s, _ := role[0].(string)
+	return strings.EqualFold(s, "master"), nil
 }
