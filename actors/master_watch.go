@@ -96,7 +96,10 @@ func (rt *Runtime) watchRound(ctx context.Context, w *masterWatch) {
 		next = view
 	}
 	if named := rt.named.Swap(nil); named != nil && *named != w.known && w.known != "" {
-		if ok, err := rt.conn.IsMaster(ctx, *named); err == nil && ok {
+		switch ok, err := rt.conn.IsMaster(ctx, *named); {
+		case err != nil:
+			rt.named.CompareAndSwap(nil, named) // unanswered: ask again next round
+		case ok:
 			next, w.left = *named, w.known
 		}
 	}
