@@ -33,17 +33,25 @@ type batcher struct {
 	c    *Conn
 	addr string // the master's address on a Cluster; "" otherwise
 
-	mu       sync.Mutex
-	rdb      redis.UniversalClient // where pipelines go; replaced when go-redis replaces the node's client
-	pending  []*batchCall
-	spare    []*batchCall // the flusher's last batch, emptied: the next pending (no allocation per batch)
-	later    []*batchCall // calls to send again at laterDue (batch_retry.go)
-	laterDue time.Time
-	flushing bool           // the flusher runs (sending, or idle and waiting)
-	wake     chan struct{}  // tells an idle flusher that calls are pending
-	stop     chan struct{}  // closed by close: an idle flusher exits
-	closed   bool           // submit and post refuse calls
-	flushers sync.WaitGroup // the flusher, for close
+	mu  sync.Mutex
+	rdb redis.UniversalClient // where pipelines go; replaced when go-redis replaces the node's client
+	// gen, on a batcher whose client RouteTo may replace (a FailoverClient's),
+	// ends when rdb is replaced: a pipeline still waiting on the client it
+	// left (for a connection, which a FailoverClient dials through its
+	// sentinel, and a stopped sentinel holds for go-redis's read timeout,
+	// again and again) gives up then, rather than keep every later call
+	// waiting behind it. nil elsewhere.
+	gen       context.Context
+	genCancel context.CancelFunc
+	pending   []*batchCall
+	spare     []*batchCall // the flusher's last batch, emptied: the next pending (no allocation per batch)
+	later     []*batchCall // calls to send again at laterDue (batch_retry.go)
+	laterDue  time.Time
+	flushing  bool           // the flusher runs (sending, or idle and waiting)
+	wake      chan struct{}  // tells an idle flusher that calls are pending
+	stop      chan struct{}  // closed by close: an idle flusher exits
+	closed    bool           // submit and post refuse calls
+	flushers  sync.WaitGroup // the flusher, for close
 }
 
 // batchCall is one script call waiting for its pipeline.
@@ -195,6 +203,9 @@ func (b *batcher) close(deadline time.Time) bool {
 		return syncx.WaitUntil(&b.flushers, deadline)
 	}
 	b.closed = true
+	if b.genCancel != nil {
+		defer b.genCancel()
+	}
 	later := b.later
 	b.later = nil
 	close(b.stop)
@@ -232,8 +243,14 @@ func (b *batcher) send(calls []*batchCall, round int) {
 		return
 	}
 	ctx := calls[0].ctx // the pipeline's: the first call still wanted
+	rdb, gen := b.clientGen()
+	if gen != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(gen, cancel)()
+	}
 	b.resolvePublish(ctx, calls)
-	rdb := b.client()
 	t := b.c.targetAt(ctx, b.addr, rdb)
 	if len(calls) == 1 && t.need == 0 {
 		// A lone call: EVALSHA with EVAL fallback, no pipeline.

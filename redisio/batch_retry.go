@@ -1,6 +1,7 @@
 package redisio
 
 import (
+	"context"
 	"errors"
 	"net"
 	"time"
@@ -209,17 +210,27 @@ func (b *batcher) queueFront(calls []*batchCall) bool {
 	return true
 }
 
-// client is where b's pipelines go now.
-func (b *batcher) client() redis.UniversalClient {
+// clientGen is where b's pipelines go now, and what ends when they go
+// elsewhere (see batcher.gen).
+func (b *batcher) clientGen() (redis.UniversalClient, context.Context) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.rdb
+	return b.rdb, b.gen
 }
 
-// setClient hands b the client go-redis gives for its master now (a new
-// one after go-redis closed the old).
+// setClient hands b the client its pipelines go to from now: the one
+// go-redis gives for its master now (a new one after go-redis closed the
+// old), or the one RouteTo chose. A pipeline waiting on the client it
+// replaces gives up (see batcher.gen).
 func (b *batcher) setClient(rdb redis.UniversalClient) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if rdb == b.rdb {
+		return
+	}
 	b.rdb = rdb
+	if b.gen != nil {
+		b.genCancel()
+		b.gen, b.genCancel = context.WithCancel(context.Background())
+	}
 }

@@ -54,6 +54,9 @@ func NewConn(rdb redis.UniversalClient, topo *Topology, sync SyncPolicy) *Conn {
 	c := &Conn{rdb: rdb, topo: topo, sync: sync, masters: make(map[string]*batcher)}
 	topo.spawn = c.spawn
 	c.batch = newBatcher(c, "", rdb)
+	if followsMaster(rdb) {
+		c.batch.gen, c.batch.genCancel = context.WithCancel(context.Background())
+	}
 	return c
 }
 
@@ -244,7 +247,8 @@ func (c *Conn) subscribers(ctx context.Context, channel string) (Listeners, erro
 		return Listeners{}, err
 	}
 	mark := ListenerMark(channel)
-	pipe := b.client().Pipeline()
+	rdb, _ := b.clientGen()
+	pipe := rdb.Pipeline()
 	var counts *redis.MapStringIntCmd
 	if sharded {
 		counts = pipe.PubSubShardNumSub(ctx, channel, mark)
