@@ -206,10 +206,7 @@ func (a *fairActor) released(o *owed, r redisio.Reply) {
 	if res == redisio.NotHeld {
 		a.foundGone(o) // Lost closes before the caller hears ErrNotHeld
 	}
-	o.answer(messages.ReleaseResult{
-		NotHeld: res == redisio.NotHeld,
-		Gone:    res == redisio.Released || res == redisio.Left,
-	})
+	o.answerRan(res, res == redisio.Released || res == redisio.Left)
 	a.releasedAgain(&a.owed, o, res == redisio.StillHeld)
 }
 

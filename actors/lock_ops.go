@@ -361,10 +361,7 @@ func (a *lockActor) released(o *owed, head *messages.Acquire, sent time.Time, r 
 		// caller hears ErrNotHeld.
 		a.foundGone(o)
 	}
-	o.answer(messages.ReleaseResult{
-		NotHeld: res == redisio.NotHeld,
-		Gone:    res == redisio.Released || res == redisio.ReleasedQuiet || res == redisio.Left || res == redisio.HandedOver,
-	})
+	o.answerRan(res, res == redisio.Released || res == redisio.ReleasedQuiet || res == redisio.Left || res == redisio.HandedOver)
 	a.releasedAgain(&a.owed, o, res == redisio.StillHeld)
 	switch res {
 	case redisio.NotHeld:

@@ -40,6 +40,22 @@ func (o *owed) answer(res messages.ReleaseResult) {
 	}
 }
 
+// answerRan tells the caller what its release did in Redis: res, gone
+// when that was the field's last hold. A release of a hold the record no
+// longer kept when its owner gave it up is not held, whatever Redis says:
+// the record had dropped it as lost (Lost closed) or run out, and the
+// release may have reached a server that still had it (the former master,
+// while a switch's re-read found the hold missing on the new one). Unlock
+// must not report released a hold whose Lost closed (a strict torture
+// run: lost-after-release on a fair lock).
+func (o *owed) answerRan(res redisio.UnlockResult, gone bool) {
+	if o.h == nil && !o.ghost {
+		o.answer(messages.ReleaseResult{NotHeld: true})
+		return
+	}
+	o.answer(messages.ReleaseResult{NotHeld: res == redisio.NotHeld, Gone: gone})
+}
+
 // Owed releases that Redis did not confirm are retried after owedMin,
 // doubling up to owedMax.
 const (
