@@ -192,7 +192,8 @@ func (l *Lock) heldNothing() {
 
 // Unlock releases one hold; the watchdog stops renewing it at once. It
 // returns ErrNotHeld if this handle holds nothing (never held, already fully
-// released, or the lease expired and someone else may hold it), and an
+// released, or the lease expired and someone else may hold it: once Lost
+// has closed, Unlock says so even if Redis still had the hold), and an
 // error matching ErrReleasePending (and ctx's error, or wrapping Redis's)
 // when ctx ended, or Redis failed twice, before Redis confirmed: the
 // runtime then goes on releasing in the background until Redis confirms or

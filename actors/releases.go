@@ -45,11 +45,13 @@ func (o *owed) answer(res messages.ReleaseResult) {
 // longer kept when its owner gave it up is not held, whatever Redis says:
 // the record had dropped it as lost (Lost closed) or run out, and the
 // release may have reached a server that still had it (the former master,
-// while a switch's re-read found the hold missing on the new one). Unlock
-// must not report released a hold whose Lost closed (a strict torture
-// run: lost-after-release on a fair lock).
+// while a switch's re-read found the hold missing on the new one). So is
+// one whose Lost had closed while it was still kept (its deadline passed:
+// no renewal confirmed in time, or its fixed lease ran out by the local
+// count). Unlock must not report released a hold whose Lost closed (a
+// strict torture run: lost-after-release on a fair lock).
 func (o *owed) answerRan(res redisio.UnlockResult, gone bool) {
-	if o.h == nil && !o.ghost {
+	if (o.h == nil && !o.ghost) || (o.h != nil && o.h.isLost()) {
 		o.answer(messages.ReleaseResult{NotHeld: true})
 		return
 	}

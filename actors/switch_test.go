@@ -183,6 +183,16 @@ func TestUnlockAfterSwitchFoundHoldGone(t *testing.T) {
 					answered("u", "gone"),
 					lostClosed("w", false),
 				}},
+				{name: "a fixed lease run out by the local count before the Unlock: not held", steps: []step{
+					lock("w", "w", time.Second),
+					expect(acquire, reply(granted)),
+					answered("w", "granted"),
+					noCall(time.Second + time.Millisecond),
+					lostClosed("w", true),
+					unlock("u", "w"),
+					expect(release, reply(released)), // Redis counts the lease from later
+					answered("u", "notheld"),
+				}},
 				{name: "hold kept there: released", steps: []step{
 					lock("w", "w", 0),
 					expect(acquire, reply(granted)),
