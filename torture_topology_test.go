@@ -61,8 +61,9 @@ const strictWorkers = 18
 // (torture.SentinelStrictTopology): a master with two replicas and three
 // sentinels; 3 Clients x 6 goroutines with WithReplicaSync(1, 500ms) and
 // WithWatchdogTimeout(1500ms) taking Lock, TryLock, FairLock, FencedLock
-// and the read-write views; SENTINEL FAILOVER, the master SIGSTOPped for
-// 300-800ms, CLIENT KILL. torture.CheckStrict judges it without relaxing
+// and the read-write views; SENTINEL FAILOVER (also with its new master
+// stopped as it is named, or with one sentinel stopped), the master
+// SIGSTOPped for 300-800ms, CLIENT KILL. torture.CheckStrict judges it without relaxing
 // safety around failovers: each critical section counts until its Lost
 // closed, a watchdog hold's Lost must close by the end its Client could
 // compute, one Client's tokens never go back, and every name must be free

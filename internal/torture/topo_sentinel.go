@@ -24,7 +24,8 @@ type sentinelTopo struct {
 // every other workload Client, a FailoverClusterClient (a ClusterClient
 // over the group, whose commands and subscriptions must follow a switch
 // in their own way). Its faults:
-// graceful failovers (SENTINEL FAILOVER), crash failovers (the master
+// graceful failovers (SENTINEL FAILOVER), some made while one sentinel is
+// SIGSTOPped (a Client's go-redis may ask that one), crash failovers (the master
 // killed, the replica promoted, the old master restarted, to be made a
 // replica by the sentinels), the master SIGSTOPped for 300-800ms (less than
 // the sentinels' down-after, so no failover: strict), the replica
@@ -74,6 +75,7 @@ func (t *sentinelTopo) plan(seed int64, d time.Duration, clients map[string]int)
 	menu := []menuItem{
 		{FaultFailover, 2, 2 * time.Second, 4 * time.Second},
 		{FaultCrash, 1, 4 * time.Second, 6 * time.Second},
+		{FaultFailoverSentinelStopped, 1, 500 * time.Millisecond, 3 * time.Second},
 		{FaultStopMaster, 2, 300 * time.Millisecond, 800 * time.Millisecond},
 		{FaultStopReplica, 1, 300 * time.Millisecond, 1500 * time.Millisecond},
 		{FaultClientKill, 1, 100 * time.Millisecond, 100 * time.Millisecond},
@@ -83,9 +85,10 @@ func (t *sentinelTopo) plan(seed int64, d time.Duration, clients map[string]int)
 	var fixed []Planned
 	if d < 3*time.Minute {
 		// A short run gets one failover of each kind whatever the draw,
-		// and no more (not the quiet one, last in the menu): each makes
-		// some 5s of the run an Unsafe window.
-		menu = menu[2 : len(menu)-1]
+		// and no more (not the sentinel-stopped one, third in the menu,
+		// nor the quiet one, last): each makes some 5s of the run an
+		// Unsafe window.
+		menu = menu[3 : len(menu)-1]
 		rng := rand.New(rand.NewPCG(uint64(seed), 0x73656e))
 		fixed = []Planned{
 			{At: 3 * time.Second, Kind: FaultFailover, Server: "A", Dur: 3 * time.Second, Seed: rng.Uint64()},
@@ -110,13 +113,24 @@ func (t *sentinelTopo) apply(r *runner, tb testing.TB, p Planned) {
 			var to *redistest.Server
 			err := r.tryRig(tb, func(tb testing.TB) { to = t.s.Failover(tb) })
 			// Relaxed even when the rig gave up: the sentinels may have
-			// switched, or half-switched, meanwhile.
+			// switched, or half-switched, meanwhile, and may yet.
+			t.settleAfter(r, tb, err)
 			r.topo.addUnsafe(Interval{f.Start, time.Now().Add(topoSettle)}, "SENTINEL FAILOVER", nil)
 			f.Detail = fmt.Sprintf("%s -> %v (rig: %v)", master.Addr(), to, err)
 			if err == nil {
 				f.Detail = fmt.Sprintf("%s -> %s", master.Addr(), to.Addr())
 			}
 		})
+	case FaultFailoverSentinelStopped:
+		r.lossy(func() { f.Detail = t.failoverSentinelStopped(r, tb, p, master) })
+		r.topo.addUnsafe(Interval{f.Start, time.Now().Add(topoSettle)}, "SENTINEL FAILOVER, a sentinel stopped", nil)
+		// The resumed sentinel learns the new master from the others'
+		// hellos at once, but the replicas' state only from its INFO to
+		// them, every 10 s: asked to fail over before then (the rig asks
+		// the first sentinel that answers), it stayed "in progress" past
+		// the rig's 30 s. The run goes on meanwhile; only the next fault
+		// waits.
+		time.Sleep(sentinelInfoEvery)
 	case FaultQuietFailover:
 		r.lossy(func() {
 			var to *redistest.Server
@@ -151,4 +165,37 @@ func (t *sentinelTopo) apply(r *runner, tb testing.TB, p Planned) {
 	}
 	f.End = time.Now()
 	r.record(f)
+}
+
+// sentinelInfoEvery is how often a sentinel asks the replicas it knows
+// for their INFO outside a failover (Redis: 10 s), and a little more.
+const sentinelInfoEvery = 11 * time.Second
+
+// failoverSentinelStopped runs FaultFailoverSentinelStopped: one sentinel
+// (drawn by the fault's seed) is stopped, the others fail over, and it
+// resumes p.Dur after the failover. It returns the fault's detail.
+func (t *sentinelTopo) failoverSentinelStopped(r *runner, tb testing.TB, p Planned, master *redistest.Server) string {
+	sentinels := t.s.Sentinels()
+	stopped := sentinels[targetRNG(p).IntN(len(sentinels))]
+	var to *redistest.Server
+	stopped.Pause(tb)
+	err := r.tryRig(tb, func(tb testing.TB) { to = t.s.Failover(tb) })
+	time.Sleep(p.Dur)
+	stopped.Resume(tb)
+	t.settleAfter(r, tb, err)
+	if err != nil {
+		return fmt.Sprintf("%s -> %v, sentinel %s stopped (rig: %v)", master.Addr(), to, stopped.Addr(), err)
+	}
+	return fmt.Sprintf("%s -> %s, sentinel %s stopped until %v after", master.Addr(), to.Addr(), stopped.Addr(), p.Dur)
+}
+
+// settleAfter waits, after a failover the rig gave up on (err), until the
+// deployment is stable again, so that the fault's Unsafe window covers the
+// switch the sentinels may still make: a failover stuck "in progress" for
+// the rig's 30 s has been seen to complete just after it gave up (a
+// sentinel asked to fail over right after it resumed from a stop).
+func (t *sentinelTopo) settleAfter(r *runner, tb testing.TB, err error) {
+	if err != nil {
+		_ = r.tryRig(tb, func(tb testing.TB) { t.s.WaitStable(tb) })
+	}
 }

@@ -85,6 +85,7 @@ func (t *strictTopo) plan(seed int64, d time.Duration, clients map[string]int) [
 		{FaultStopMaster, 2, 300 * time.Millisecond, 800 * time.Millisecond},
 		{FaultClientKill, 1, 100 * time.Millisecond, 100 * time.Millisecond},
 		{FaultFailoverStopNew, 1, 300 * time.Millisecond, 600 * time.Millisecond},
+		{FaultFailoverSentinelStopped, 1, 500 * time.Millisecond, 3 * time.Second},
 	}, fixed)
 }
 

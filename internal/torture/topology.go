@@ -85,6 +85,14 @@ const (
 	// its holds there, and its check that the pool has followed, wait or
 	// fail while it follows the switch (strict variant).
 	FaultFailoverStopNew
+	// FaultFailoverSentinelStopped is a SENTINEL FAILOVER made while one
+	// of the three sentinels (drawn by the fault's seed) is SIGSTOPped, and
+	// stays so for the fault's duration after the promotion. A Client whose
+	// go-redis asks that sentinel hears of the switch only from the
+	// others (the runtime's own watch of every sentinel) until it resumes,
+	// and then, for a moment, the stopped one's stale word naming the
+	// former master.
+	FaultFailoverSentinelStopped
 	// FaultUnplanned is not injected: a master switch the sentinels made
 	// on their own (a loaded machine can keep a master from answering
 	// them for down-after), recorded after the run (unplannedSwitches).
@@ -99,7 +107,8 @@ var topoFaultNames = map[FaultKind]string{
 	FaultFailover: "failover", FaultCrash: "crash-failover", FaultNodeDown: "node-down", FaultNodeBack: "node-back",
 	FaultSlotMove: "slot-move", FaultMigrating: "slot-migrating", FaultStopMaster: "sigstop-master",
 	FaultStopReplica: "sigstop-replica", FaultRestartReplica: "replica-restart", FaultKillLink: "client-kill-replica-link",
-	FaultClientKill: "client-kill-all", FaultFailoverStopNew: "failover-stop-new", FaultUnplanned: "unplanned-switch",
+	FaultClientKill: "client-kill-all", FaultFailoverStopNew: "failover-stop-new",
+	FaultFailoverSentinelStopped: "failover-sentinel-stopped", FaultUnplanned: "unplanned-switch",
 	FaultQuietFailover: "quiet-failover",
 }
 
