@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,61 +23,78 @@ const switchPoll = 10 * time.Millisecond
 
 // switchWatch asks every sentinel, every switchPoll, which server is
 // master, and records the first moment any of them names another one.
+// Each sentinel is asked on a goroutine of its own: one that is stopped
+// (a fault stops one) holds a question for the client's read timeout,
+// whatever ctx says, and asked in turn it made every switch of that time
+// late (a strict run judged an Unlock's ErrNotHeld against a switch
+// recorded 300 ms after it).
 type switchWatch struct {
-	stop chan struct{}
-	done chan struct{}
-	at   []Switch // written by the watching goroutine until done closes
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	latest string   // the newest master any sentinel named
+	at     []Switch // complete once done closes
 }
 
 // watchSwitches starts a switchWatch over the sentinels at addrs.
 func watchSwitches(master string, addrs []string) *switchWatch {
 	w := &switchWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	clients := make([]*redis.SentinelClient, len(addrs))
-	for i, a := range addrs {
-		clients[i] = redis.NewSentinelClient(&redis.Options{Addr: a, DialTimeout: time.Second,
+	var wg sync.WaitGroup
+	for _, a := range addrs {
+		c := redis.NewSentinelClient(&redis.Options{Addr: a, DialTimeout: time.Second,
 			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			w.ask(c, master)
+		}()
 	}
 	go func() {
-		defer close(w.done)
-		defer func() {
-			for _, c := range clients {
-				_ = c.Close()
-			}
-		}()
-		latest := ""                         // the newest master any sentinel named
-		said := make([]string, len(clients)) // each sentinel's last answer
-		tick := time.NewTicker(switchPoll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-tick.C:
-			}
-			for i, c := range clients {
-				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-				hp, err := c.GetMasterAddrByName(ctx, master).Result()
-				cancel()
-				if err != nil || len(hp) != 2 {
-					continue
-				}
-				addr := hp[0] + ":" + hp[1]
-				switch {
-				case addr == said[i]:
-				case latest == "":
-					latest = addr
-				case said[i] != "" && addr != latest:
-					// A sentinel changed its answer to a server none named
-					// last: a switch (a lagging sentinel catching up to
-					// latest is none).
-					w.at = append(w.at, Switch{At: time.Now(), From: latest, To: addr})
-					latest = addr
-				}
-				said[i] = addr
-			}
-		}
+		wg.Wait()
+		close(w.done)
 	}()
 	return w
+}
+
+// ask polls one sentinel until the watch stops.
+func (w *switchWatch) ask(c *redis.SentinelClient, master string) {
+	said := "" // this sentinel's last answer
+	tick := time.NewTicker(switchPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		hp, err := c.GetMasterAddrByName(ctx, master).Result()
+		cancel()
+		if err != nil || len(hp) != 2 {
+			continue
+		}
+		addr := hp[0] + ":" + hp[1]
+		w.heard(said, addr)
+		said = addr
+	}
+}
+
+// heard takes one sentinel's answer addr (its last one was said): a
+// sentinel that changes its answer to a server none named last makes a
+// switch (a lagging sentinel catching up to latest makes none).
+func (w *switchWatch) heard(said, addr string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	at := time.Now() // under mu: switches are recorded in time order
+	switch {
+	case addr == said:
+	case w.latest == "":
+		w.latest = addr
+	case said != "" && addr != w.latest:
+		w.at = append(w.at, Switch{At: at, From: w.latest, To: addr})
+		w.latest = addr
+	}
 }
 
 // end stops the watch and returns what it saw.
