@@ -1,6 +1,9 @@
 package lockactor
 
-import "github.com/lockactor/lockactor/actors"
+import (
+	"github.com/lockactor/lockactor/actors"
+	"github.com/lockactor/lockactor/redisio"
+)
 
 // Test-only views of unexported state, for the package's external tests
 // (package lockactor_test) that check what the public API cannot show.
@@ -56,4 +59,11 @@ func queued(c *Client, kind actors.Kind, name string) int {
 		}
 	})
 	return n
+}
+
+// ListeningLock reports whether Redis has confirmed the Client's
+// subscription to the lock name's channel, and its lock actor has the news
+// in its mailbox ahead of anything sent to it after.
+func ListeningLock(c *Client, name string) bool {
+	return c.rt.Listening(redisio.LockChannel(name))
 }

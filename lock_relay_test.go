@@ -36,9 +36,12 @@ func TestRelayPassesTheHoldWithoutAScript(t *testing.T) {
 			// The first waiter subscribes after the holder's grant: a force
 			// unlock in between would have gone unheard, so the first
 			// hand-off asks Redis (handoff.lua), which confirms first's
-			// hold under its own field.
+			// hold under its own field. It waits for the subscription's
+			// confirmation, after which relays may go (before it, the
+			// hand-off asks Redis all the same).
 			done := lockAsync(ctx, first)
 			within(t, 2*time.Second, "the first waiter queued", func() bool { return lockactor.QueuedLock(c, "relay") >= 1 })
+			within(t, 2*time.Second, "the subscription confirmed", func() bool { return lockactor.ListeningLock(c, "relay") })
 			before := evalshaCalls(t, admin)
 			if err := holder.Unlock(ctx); err != nil {
 				t.Fatal(err)

@@ -38,6 +38,7 @@ type lockActor struct {
 	sig        signal // the lock channel's pub/sub news
 	subID      uint64 // pub/sub handler id; 0 when not subscribed
 	down       bool   // the subscription was Disconnected and is not back, as last heard: no relays
+	heard      bool   // the subscription was confirmed (Subscribed) since listen: before, no relays
 	wokenByMsg bool   // the next attempt answers a release message
 	// handoffs counts releases handed straight to a local waiter in a row
 	// (by a script or a relay), since runStart; after HandoffRun, or
@@ -190,6 +191,9 @@ func (a *lockActor) owes(owner string) bool {
 // after which messages may have been missed, makes the verdict stale.
 func (a *lockActor) onWake(n news) {
 	a.down = n.down
+	if n.resync && !n.down {
+		a.heard = true
+	}
 	ours := !n.resync && n.msgs <= int64(a.echo.awaited())
 	if n.resync || n.msgs > int64(a.echo.awaited()) && a.held() {
 		// A message that is not our echo while we hold: a force unlock. A

@@ -93,3 +93,11 @@ func (rt *Runtime) Census(fn func(key Key, waiters int64)) {
 		return true
 	})
 }
+
+// Listening reports whether Redis has confirmed the runtime's subscription
+// to channel. Every handler registered on it then has heard the
+// confirmation: a lock actor that listens there has its Wake in its
+// mailbox, ahead of any message sent to it after this returns true.
+func (rt *Runtime) Listening(channel string) bool {
+	return rt.ps.Barrier(rt.ctx, channel, func() {}) == nil
+}

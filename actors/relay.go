@@ -19,8 +19,9 @@ import (
 // for a watchdog hold (no fixed lease on either side, which Redis would
 // have to be told of) whose last confirmation by Redis is younger than
 // half the watchdog timeout and since the last release message that was
-// not our own (a force unlock), and since the last (re)subscription
-// (before it, a force unlock may have gone unheard), while the
+// not our own (a force unlock), and since Redis last confirmed the
+// subscription (before, a force unlock may have gone unheard: no relay
+// goes between a waiter's subscribe and its Subscribed event), while the
 // subscription is not known to be down (Disconnected, not yet back: a
 // force unlock now goes unheard), found lost by nothing, with no master
 // switch being followed (master_watch.go); otherwise the release hands
@@ -56,7 +57,7 @@ func (a *lockActor) relays(o *owed, head *messages.Acquire, now time.Time) bool 
 	}
 	return !a.rt.cfg.NoRelay && a.spin == nil && h != nil && o.last && h.lease == 0 && head.Lease == 0 &&
 		!h.isLost() && h.cap.IsZero() && now.Sub(h.confirmed) < a.watchdog/2 && h.confirmed.After(a.doubted) &&
-		!a.down && a.rt.forced.allows(a.key.Name, h.confirmed) && !a.echo.behind(now) && !a.rt.following.Load()
+		a.heard && !a.down && a.rt.forced.allows(a.key.Name, h.confirmed) && !a.echo.behind(now) && !a.rt.following.Load()
 }
 
 // relay gives o's hold to head, the next local waiter: o's caller hears

@@ -8,18 +8,40 @@ import (
 	"github.com/lockactor/lockactor/redisio"
 )
 
-// relayed is the start of rows where h took the lock as a watchdog hold,
-// w queued behind it, and h's Unlock relayed the hold to w: no script.
+// heard delivers the Subscribed event that confirms the lock's
+// subscription (made when a waiter queued), a millisecond before what
+// follows: holds confirmed before it are in doubt, and none is relayed
+// before it.
+func heard() step {
+	return func(h *harness) {
+		h.poll(waitFor, func() bool {
+			return h.ps.publish(redisio.LockChannel("x"), redisio.Event{Kind: redisio.Subscribed})
+		}, "nobody listens on %s", redisio.LockChannel("x"))
+		noCall(ms)(h)
+	}
+}
+
+// reconfirmed has a renewal of field's hold, answered, confirm it again
+// (after heard, so that it may be relayed).
+func reconfirmed(field string) []step {
+	return []step{watchdogTick(), expect("renew "+field, done(true))}
+}
+
+// relayedToW is the start of rows where h took the lock as a watchdog
+// hold, w queued behind it, the subscription was confirmed and h's hold
+// after it, and h's Unlock relayed the hold to w: no script.
 func relayedToW(rest ...step) []step {
-	return append([]step{
+	return append(append([]step{
 		lock("h", "h", 0),
 		expect("lock h", reply(granted)),
 		answered("h", "granted"),
 		lock("w", "w", 0),
+		heard(),
+	}, reconfirmed("h")...), append([]step{
 		unlock("uh", "h"),
 		answered("uh", "gone"),
 		answered("w", "granted"),
-	}, rest...)
+	}, rest...)...)
 }
 
 // doubted is the start of rows where h holds a watchdog hold, w waits,
@@ -31,6 +53,7 @@ func doubted(rest ...step) []step {
 		expect("lock h", reply(granted)),
 		answered("h", "granted"),
 		lock("w", "w", 0),
+		heard(),
 		publish(redisio.LockChannel("x"), "0"),
 		callAfter(yieldWindow, "lock w", reply(refused(10*time.Second))),
 	}, rest...)
@@ -53,7 +76,9 @@ func relayRunCounted(count act, others, foreign bool) []step {
 		expect("lock p0", reply(granted)),
 		answered("p0", "granted"),
 		lock("p1", "p1", 0),
+		heard(),
 	}
+	steps = append(steps, reconfirmed("p0")...)
 	n := HandoffRun
 	if foreign {
 		n = HandoffRun / 2
@@ -108,10 +133,12 @@ func TestRelay(t *testing.T) {
 			expect("renew h", done(false)),
 			lostClosed("w", true),
 		)},
-		{name: "a renewal sent before the relay that finds the field gone closes the relayed holder's Lost", steps: []step{
+		{name: "a renewal sent before the relay that finds the field gone closes the relayed holder's Lost", steps: append([]step{
 			lock("h", "h", 0),
 			expect("lock h", reply(granted)),
 			lock("w", "w", 0),
+			heard(),
+		}, append(reconfirmed("h"),
 			watchdogTick(),
 			expect("renew h", keep("r")),
 			unlock("uh", "h"),
@@ -119,23 +146,24 @@ func TestRelay(t *testing.T) {
 			lostClosed("w", false),
 			later("r", done(false)),
 			lostClosed("w", true),
-		}},
-		{name: "a renewal sent before the relay that finds the field moves the relayed hold's deadline", watchdog: 300 * ms, steps: []step{
+		)...)},
+		{name: "a renewal sent before the relay that finds the field moves the relayed hold's deadline", watchdog: 300 * ms, steps: append([]step{
 			lock("h", "h", 0),
 			expect("lock h", reply(granted)),
 			lock("w", "w", 0),
-			callAfter(100*ms, "renew h", keep("r")), // the first period
+			heard(),
+		}, append(reconfirmed("h"),
+			callAfter(99*ms, "renew h", keep("r")), // the first period, 100 ms after the grant
 			unlock("uh", "h"),
 			answered("w", "granted"),
 			later("r", done(true)),
-			// w's own renewal: at once, as its hold was confirmed a third
-			// of the watchdog ago; unanswered.
-			callAfter(ms, "renew h", keep("r2")),
-			noCall(299*ms - time.Microsecond), // 400 ms after the grant, 300 after the renewal
+			// The next period's renewal, unanswered.
+			callAfter(100*ms, "renew h", keep("r2")),
+			noCall(200*ms-time.Microsecond), // 300 ms after r was sent
 			lostClosed("w", false),
 			noCall(time.Microsecond),
 			lostClosed("w", true), // the renewal's lease, counted from its send, ran out
-		}},
+		)...)},
 		{name: "the first owner's Lock waits for the relayed hold and gets it back by relay", steps: relayedToW(
 			lock("h2", "h", 0),
 			noCall(HandoffRunTime-time.Microsecond), // never sent under the field another owner holds
@@ -220,21 +248,39 @@ func TestRelay(t *testing.T) {
 			answered("uh", "gone"),
 			answered("w", "granted"), // no script
 		)},
-		{name: "a hold Redis confirmed more than half a watchdog ago hands off through Redis", watchdog: 300 * ms, steps: []step{
+		{name: "a hold Redis confirmed more than half a watchdog ago hands off through Redis", watchdog: 300 * ms, steps: append([]step{
 			lock("h", "h", 0),
 			expect("lock h", reply(granted)),
 			answered("h", "granted"),
 			lock("w", "w", 0),
-			expect("renew h", keep("r")), // the watchdog's renewal, unanswered
-			noCall(150 * ms),
+			heard(),
+		}, append(reconfirmed("h"),
+			expect("renew h", keep("r")), // the watchdog's next renewal, unanswered
+			noCall(150*ms),
+			unlock("uh", "h"),
+			expect("handoff h>w", reply(handedOver)),
+			answered("uh", "gone"),
+			answered("w", "granted"),
+		)...)},
+		// Random seed 1795888643157479032 at 8f37a34: after a restart, a
+		// ForceUnlock deleted h's hold before the subscription was back;
+		// h's release relayed it, and w held a ghost.
+		// CI at e092817: the first hand-off after a waiter subscribed went
+		// without a script, before Redis confirmed the subscription; a
+		// force unlock then would have gone unheard.
+		{name: "before Redis confirms the subscription, a hold confirmed after it was asked for hands off through Redis", steps: []step{
+			lock("h", "h", 0),
+			expect("lock h", reply(granted)),
+			answered("h", "granted"),
+			lock("w", "w", 0),
+			noCall(ms),
+			watchdogTick(),
+			expect("renew h", done(true)), // confirmed after the subscribe, before its Subscribed
 			unlock("uh", "h"),
 			expect("handoff h>w", reply(handedOver)),
 			answered("uh", "gone"),
 			answered("w", "granted"),
 		}},
-		// Random seed 1795888643157479032 at 8f37a34: after a restart, a
-		// ForceUnlock deleted h's hold before the subscription was back;
-		// h's release relayed it, and w held a ghost.
 		{name: "a subscription after the confirmation: the hand-off goes through Redis, then relays resume", steps: append(
 			heldWithWaiter(redisio.Subscribed), handsOffThenRelays("h", "h", "w", "v")...)},
 		{name: "a fixed lease hands off through Redis", steps: []step{

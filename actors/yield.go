@@ -267,6 +267,7 @@ func (a *lockActor) listen() {
 			}
 		})
 	}
+	a.heard = false
 	a.subID = a.subscribe(ch, &a.sig, lockWake)
 }
 
@@ -275,7 +276,7 @@ func (a *lockActor) unlisten() {
 	ch := a.scheme.channel(a.key.Name)
 	a.unsubscribe(ch, a.subID)
 	a.unsubscribe(redisio.ListenerMark(ch), a.markID)
-	a.subID, a.markID = 0, 0
+	a.subID, a.markID, a.heard = 0, 0, false
 }
 
 // subscribers is a count of the connections listening on the lock's
