@@ -87,6 +87,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		SpinQuiet:    o.spinQuiet,
 		NoRelay:      o.noRelay,
 		LatchKeep:    o.latchKeep,
+		RunTime:      o.runTime,
 		TokenMemory:  o.tokenMemory,
 		Logger:       o.logger,
 		Observer:     c.metrics,

@@ -41,6 +41,9 @@ const HandoffRun = actors.HandoffRun
 // outages longer than it.
 var WithLatchKeep = withLatchKeep
 
+// WithRunTime bounds a run of local hand-offs in time.
+var WithRunTime = withRunTime
+
 // WithTokenMemory bounds how many fenced lock names the Client remembers
 // the highest token of by name.
 var WithTokenMemory = withTokenMemory

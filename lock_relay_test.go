@@ -27,7 +27,9 @@ func TestRelayPassesTheHoldWithoutAScript(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			admin := srv.Client(t)
-			c := newClient(t, srv.Client(t), lockactor.WithRelay(tc.relay))
+			// A run long enough that a loaded machine does not end it
+			// between the hand-offs this test counts.
+			c := newClient(t, srv.Client(t), lockactor.WithRelay(tc.relay), lockactor.WithRunTime(time.Minute))
 			ctx := ctxFor(t, 10*time.Second)
 			holder, first, second := c.Lock("relay"), c.Lock("relay"), c.Lock("relay")
 			if err := holder.Lock(ctx); err != nil {

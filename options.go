@@ -34,6 +34,7 @@ type options struct {
 	spinQuiet    bool          // WithSpinPublish(false)
 	noRelay      bool          // WithRelay(false)
 	latchKeep    time.Duration // withLatchKeep; 0: the runtime's default
+	runTime      time.Duration // withRunTime; 0: the runtime's default
 	tokenMemory  int           // withTokenMemory; 0: the runtime's default
 
 	meterProvider metric.MeterProvider // nil: otel.GetMeterProvider() at New
@@ -231,6 +232,14 @@ func WithServerClients(fn func(c *redis.Client)) Option {
 // outages longer than a record's life; it is not public API.
 func withLatchKeep(d time.Duration) Option {
 	return func(o *options) { o.latchKeep = d }
+}
+
+// withRunTime sets how long a run of local hand-offs may last before a
+// release frees the lock for everyone (actors.HandoffRunTime). Tests
+// lengthen it so that a slow machine does not end a run they count; it is
+// not public API.
+func withRunTime(d time.Duration) Option {
+	return func(o *options) { o.runTime = d }
 }
 
 // withTokenMemory sets how many fenced lock names the Client remembers the

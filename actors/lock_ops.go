@@ -417,7 +417,7 @@ func (a *lockActor) retryOwed(o *owed, err error) { a.holdBook.retryOwed(&a.owed
 // runOver reports whether the run of hand-offs has reached its bound, in
 // grants or in time; the release that follows frees the lock for everyone.
 func (a *lockActor) runOver(now time.Time) bool {
-	return a.handoffs >= HandoffRun || (a.handoffs > 0 && now.Sub(a.runStart) >= HandoffRunTime)
+	return a.handoffs >= HandoffRun || (a.handoffs > 0 && now.Sub(a.runStart) >= a.rt.cfg.RunTime)
 }
 
 // ranHandoff counts one more hand-off (a script's or a relay) in the run.

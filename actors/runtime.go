@@ -76,6 +76,7 @@ type Config struct {
 	PubSubHealth     time.Duration      // a silent subscription connection is pinged after this, and replaced if no PONG follows within it
 	CloseGrace       time.Duration      // how long Close waits for actors and commands still running
 	LatchKeep        time.Duration      // the least life of a request's latch record (see ledger.keepFor)
+	RunTime          time.Duration      // a run of local hand-offs' bound in time; 0: HandoffRunTime
 	Sharding         redisio.Sharding   // SPUBLISH/SSUBSCRIBE (Redis Cluster 7+) or PUBLISH/SUBSCRIBE
 	ReplicaSync      redisio.SyncPolicy // WAIT after each change; a grant too few replicas confirmed is undone
 	TokenMemory      int                // fenced lock names whose highest token is remembered by name; 0: DefaultTokenMemory (see tokenMemory)
@@ -166,6 +167,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.LatchKeep <= 0 {
 		cfg.LatchKeep = defaultLatchKeep
+	}
+	if cfg.RunTime <= 0 {
+		cfg.RunTime = HandoffRunTime
 	}
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = time.Second
