@@ -87,7 +87,9 @@ func CheckStrict(l *Log, lim Limits, rx Relaxations, sl StrictLimits) []Violatio
 // hook saw it go out, if its reply was 1 and the WAIT sent with it counted
 // sl.Replicas (see RenewReply). Reported: a Lost that closed more than
 // sl.LostSlack after that end, or none closed while the owner still held
-// the hold (until its Unlock, or the end of the run) that long after it.
+// the hold (until its Unlock, or the end of the run) that long after it;
+// when the end fell in a stall of the process's timers (Stall), the slack
+// counts from the stall's end.
 func CheckLostDeadline(l *Log, sl StrictLimits) []Violation {
 	confirmed := map[string][]time.Time{} // by "<res>\x00<field>", sorted
 	for _, r := range l.RenewReplies {
@@ -132,6 +134,10 @@ func CheckLostDeadline(l *Log, sl StrictLimits) []Violation {
 			held = l.End
 		}
 		late := end.Add(sl.LostSlack)
+		if until := stalledUntil(l.Stalls, end); !until.IsZero() {
+			// The process's timers ran late when the deadline fell due.
+			late = maxTime(late, until.Add(sl.LostSlack))
+		}
 		switch {
 		case !h.Lost.IsZero() && h.Lost.After(late):
 			vs = append(vs, Violation{Check: VLostDeadline, At: end, Msg: fmt.Sprintf(

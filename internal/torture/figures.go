@@ -20,10 +20,14 @@ type Figures struct {
 	Renewals    int
 	// AtLeaseEnd counts the fixed-lease holds whose last Unlock was called
 	// within leaseEdge of their lease's earliest end (see plan.edge).
-	AtLeaseEnd  int
-	Faults      map[string]int
-	HookEffects map[string]int // commands the fault hook refused, lost the reply of, delayed
-	Violations  map[string]int
+	AtLeaseEnd int
+	// Stalls counts the spans in which the process's timers ran more than
+	// stallMin late; LongestStall is the latest of them.
+	Stalls       int
+	LongestStall time.Duration
+	Faults       map[string]int
+	HookEffects  map[string]int // commands the fault hook refused, lost the reply of, delayed
+	Violations   map[string]int
 	// Topology is what a Topology run counts besides (grants refused as
 	// not replicated, replica probes, relaxed windows); nil otherwise.
 	Topology map[string]int
@@ -62,6 +66,10 @@ func Summarize(l *Log, vs []Violation, hook [numEffects]int) Figures {
 	for _, x := range l.Faults {
 		f.Faults[x.Kind.String()]++
 	}
+	for _, s := range l.Stalls {
+		f.Stalls++
+		f.LongestStall = max(f.LongestStall, s.Late())
+	}
 	for e := EffectRefuse; e < numEffects; e++ {
 		f.HookEffects[e.String()] = hook[e]
 	}
@@ -81,6 +89,7 @@ func (f Figures) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %v, %d calls, %d renewals seen\n", f.Duration.Round(time.Millisecond), f.Calls, f.Renewals)
 	fmt.Fprintf(&b, "unlocks within %v of a fixed lease's end: %d\n", leaseEdge, f.AtLeaseEnd)
+	fmt.Fprintf(&b, "process stalls (timers over %v late): %d, the longest %v\n", stallMin, f.Stalls, f.LongestStall.Round(time.Millisecond))
 	block := func(title string, m map[string]int) {
 		fmt.Fprintf(&b, "%s:", title)
 		if len(m) == 0 {

@@ -376,6 +376,9 @@ type Log struct {
 	// News is what the sentinels announced of failovers (Sentinel
 	// variants), for the strict variant's report.
 	News []SentinelNews
+	// Stalls are the spans in which the test process's timers ran late
+	// (see Stall).
+	Stalls []Stall
 	// Settle is what the strict variant saw of the names once the run and
 	// its faults were over (see CheckSettle); nil in other runs.
 	Settle *Settle
@@ -416,6 +419,9 @@ func (l *Log) Dump(w io.Writer) error {
 	}
 	for _, r := range l.RenewReplies { // at the send time; the reply came later
 		lines = append(lines, line{r.T, fmt.Sprintf("renew answered 1 %s %s field=%s wait-acks=%d", r.Client, r.Res, r.Field, r.Acks)})
+	}
+	for _, s := range l.Stalls {
+		lines = append(lines, line{s.Due, fmt.Sprintf("stall: the process's timers ran late, a wake due now came at %s (%v late)", l.at(s.Woke), s.Late().Round(time.Millisecond))})
 	}
 	for _, f := range l.Faults {
 		lines = append(lines, line{f.Start, fmt.Sprintf("fault %s on %s until %s %s", f.Kind, f.Server, l.at(f.End), f.Detail)})

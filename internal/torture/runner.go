@@ -190,6 +190,7 @@ func Run(tb testing.TB, cfg Config) Result {
 		_, addrs := st.sentinels()
 		news = watchNews(addrs)
 	}
+	stalls := meterStalls()
 	start := time.Now()
 	r.start = start
 	r.newGeneration(0)
@@ -238,6 +239,7 @@ func Run(tb testing.TB, cfg Config) Result {
 			foreignListeners, n, r.foreignPairs.Load(), r.noted.Load())
 	}
 	log := r.collect(start, time.Now())
+	log.Stalls = stalls.end()
 	if switches != nil {
 		log.Switches = switches.end()
 		log.News = news.end()

@@ -79,20 +79,27 @@ func TestCheckLostDeadline(t *testing.T) {
 		name    string
 		hold    Hold
 		replies []RenewReply
-		regrant int // a reentrant grant returning at this ms (0: none)
+		regrant int     // a reentrant grant returning at this ms (0: none)
+		stalls  []Stall // the process's timers late (see Stall)
 		want    []string
 	}{
-		{"released before the lease end", hold(1400), nil, 0, nil},
-		{"held past the lease end with no renewal, Lost never closed", hold(3000), nil, 0, []string{VLostDeadline}},
-		{"Lost closed at the lease end", lost(hold(3000), 1550), nil, 0, nil},
-		{"Lost closed late", lost(hold(3000), 1700), nil, 0, []string{VLostDeadline}},
-		{"renewed and confirmed throughout", hold(3000), every500, 0, nil},
-		{"renewals answered 1 but not confirmed by WAIT", hold(3000), []RenewReply{renew(500, 0), renew(1000, 0), renew(2000, 0)}, 0, []string{VLostDeadline}},
-		{"renewals sent without WAIT count as confirmed", hold(3000), []RenewReply{renew(500, -1), renew(1000, -1), renew(2000, -1)}, 0, nil},
-		{"a renewal after the end does not revive the hold", hold(3000), []RenewReply{renew(1600, 1), renew(2000, 1)}, 0, []string{VLostDeadline}},
-		{"another owner's renewals", hold(3000), []RenewReply{{Renewal: Renewal{T: at(500), Res: "A/l", Field: "A2:p"}, Acks: 1}}, 0, []string{VLostDeadline}},
-		{"a reentrant grant confirms", hold(2400), nil, 1000, nil},
-		{"fixed-lease holds are not judged", func() Hold { h := hold(3000); h.Lease = time.Second; return h }(), nil, 0, nil},
+		{"released before the lease end", hold(1400), nil, 0, nil, nil},
+		{"held past the lease end with no renewal, Lost never closed", hold(3000), nil, 0, nil, []string{VLostDeadline}},
+		{"Lost closed at the lease end", lost(hold(3000), 1550), nil, 0, nil, nil},
+		{"Lost closed late", lost(hold(3000), 1700), nil, 0, nil, []string{VLostDeadline}},
+		{"renewed and confirmed throughout", hold(3000), every500, 0, nil, nil},
+		{"renewals answered 1 but not confirmed by WAIT", hold(3000), []RenewReply{renew(500, 0), renew(1000, 0), renew(2000, 0)}, 0, nil, []string{VLostDeadline}},
+		{"renewals sent without WAIT count as confirmed", hold(3000), []RenewReply{renew(500, -1), renew(1000, -1), renew(2000, -1)}, 0, nil, nil},
+		{"a renewal after the end does not revive the hold", hold(3000), []RenewReply{renew(1600, 1), renew(2000, 1)}, 0, nil, []string{VLostDeadline}},
+		{"another owner's renewals", hold(3000), []RenewReply{{Renewal: Renewal{T: at(500), Res: "A/l", Field: "A2:p"}, Acks: 1}}, 0, nil, []string{VLostDeadline}},
+		{"a reentrant grant confirms", hold(2400), nil, 1000, nil, nil},
+		{"fixed-lease holds are not judged", func() Hold { h := hold(3000); h.Lease = time.Second; return h }(), nil, 0, nil, nil},
+		// Seed 1795969700300393091: a fair hold's Lost closed 129 ms past
+		// its end, when every timer of the process ran 120-150 ms late.
+		{"Lost closed late in a stall of the process's timers", lost(hold(3000), 1750), nil, 0, []Stall{{Due: at(1497), Woke: at(1680)}}, nil},
+		{"Lost closed later than the slack after the stall", lost(hold(3000), 1800), nil, 0, []Stall{{Due: at(1497), Woke: at(1680)}}, []string{VLostDeadline}},
+		{"a stall that ended before the deadline excuses nothing", lost(hold(3000), 1750), nil, 0, []Stall{{Due: at(1400), Woke: at(1450)}}, []string{VLostDeadline}},
+		{"a stall that began after the deadline excuses nothing", lost(hold(3000), 1750), nil, 0, []Stall{{Due: at(1600), Woke: at(1700)}}, []string{VLostDeadline}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +108,7 @@ func TestCheckLostDeadline(t *testing.T) {
 				calls = append(calls, Call{ID: 11, Op: OpLock, Out: OutOK, Start: at(tt.regrant - 1), End: at(tt.regrant), Holds: []int{1}})
 			}
 			l := logOf(5000, []Hold{tt.hold}, calls, nil)
-			l.RenewReplies = tt.replies
+			l.RenewReplies, l.Stalls = tt.replies, tt.stalls
 			expect(t, CheckLostDeadline(l, strictLimits), tt.want...)
 		})
 	}
