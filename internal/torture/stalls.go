@@ -52,13 +52,13 @@ func (m *stallMeter) run() {
 		select {
 		case <-m.stop:
 			return
-		case woke := <-t.C:
-			if woke = time.Now(); woke.Sub(due) > stallMin {
+		case <-t.C:
+			if woke := time.Now(); woke.Sub(due) > stallMin {
 				m.mu.Lock()
 				m.stalls = append(m.stalls, Stall{Due: due, Woke: woke})
 				m.mu.Unlock()
 			}
-			due = woke.Add(stallTick)
+			due = time.Now().Add(stallTick)
 			t.Reset(stallTick)
 		}
 	}
