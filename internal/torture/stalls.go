@@ -53,12 +53,13 @@ func (m *stallMeter) run() {
 		case <-m.stop:
 			return
 		case <-t.C:
-			if woke := time.Now(); woke.Sub(due) > stallMin {
+			woke := time.Now()
+			if woke.Sub(due) > stallMin {
 				m.mu.Lock()
 				m.stalls = append(m.stalls, Stall{Due: due, Woke: woke})
 				m.mu.Unlock()
 			}
-			due = time.Now().Add(stallTick)
+			due = woke.Add(stallTick)
 			t.Reset(stallTick)
 		}
 	}
