@@ -18,8 +18,14 @@ import (
 // named a new master, while another Client held it on the new one. So a
 // master named by any sentinel's +switch-master, and saying so itself
 // (ROLE), is followed at once: the holds are re-read there, and the Conn's
-// commands go there (RouteTo) until the pool reaches it; the client's
-// sentinel naming the master just left is not taken for a switch back.
+// commands go there (RouteTo) until the pool reaches it and the client's
+// sentinel names it too. The client's sentinel naming the master just left
+// is not taken for a switch back, nor is one naming a server that says it
+// is a replica: a sentinel stopped through a failover names the former
+// master for a few seconds after it resumes, and every dial of the pool
+// (the watch's own question included: Conn.Master dials) moves the pool
+// back there, where writes fail (READONLY) and scripts that write nothing
+// read a stale copy.
 // While a switch is followed no hold is relayed (relays): a hold confirmed
 // on the former master in the meantime is caught by the next re-read, not
 // before.
@@ -93,7 +99,13 @@ func (rt *Runtime) watchRound(ctx context.Context, w *masterWatch) {
 	case view == w.known:
 		w.left = "" // the client's sentinel has caught up
 	case view != "" && view != w.left:
-		next = view
+		// A sentinel resumed after a stop can name, for a few seconds,
+		// a master that is a replica by now: follow only a server that
+		// says it is master (or that may not be asked: an ACL without
+		// ROLE leaves the client's sentinel the only witness).
+		if ok, err := rt.conn.IsMaster(ctx, view); ok || redisio.Denied(err) {
+			next = view
+		}
 	}
 	if named := rt.named.Swap(nil); named != nil && *named != w.known && w.known != "" {
 		switch ok, err := rt.conn.IsMaster(ctx, *named); {
@@ -117,19 +129,31 @@ func (rt *Runtime) watchRound(ctx context.Context, w *masterWatch) {
 		if final {
 			w.since = time.Time{}
 			rt.following.Store(false)
-		} else if ok, err := rt.conn.PoolReaches(ctx, w.known); err == nil && ok {
+		} else if view == w.known && rt.poolReaches(ctx, w.known) {
 			w.reached = true
 			rt.route(ctx, "")
 		}
 		return
 	}
-	if rt.conn.Routed() != "" {
-		// The follow ended at its bound (switchFollowMax) with the pool
-		// elsewhere: commands go to the master until the pool gets there.
-		if ok, err := rt.conn.PoolReaches(ctx, w.known); err == nil && ok {
-			rt.route(ctx, "")
-		}
+	switch {
+	case w.known == "":
+	case view != w.known:
+		// The client's sentinel names another server, or none: the pool
+		// goes where it says at its next dial (ours too: Conn.Master
+		// dials), and a sentinel that was stopped through a failover
+		// names the former master, a replica by now, until the others'
+		// hellos reach it. Commands go to the master followed meanwhile.
+		rt.route(ctx, w.known)
+	case rt.conn.Routed() != "" && rt.poolReaches(ctx, w.known):
+		rt.route(ctx, "")
 	}
+}
+
+// poolReaches reports whether the client's pool reaches addr; false when
+// that cannot be learned.
+func (rt *Runtime) poolReaches(ctx context.Context, addr string) bool {
+	ok, err := rt.conn.PoolReaches(ctx, addr)
+	return err == nil && ok
 }
 
 // route sends the Conn's commands to addr ("": through the client's pool).

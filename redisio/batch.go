@@ -413,9 +413,9 @@ func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short error, rdb redis.Un
 }
 
 // batcherFor returns the batcher of key's master: the one batcher outside
-// a Cluster.
+// a Cluster, and while RouteTo sends every command to one server.
 func (c *Conn) batcherFor(ctx context.Context, key string) (*batcher, error) {
-	if c.topo.cluster == nil {
+	if c.topo.cluster == nil || c.Routed() != "" {
 		return c.batch, nil
 	}
 	m, err := c.topo.cluster.MasterForKey(ctx, key)

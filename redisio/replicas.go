@@ -164,6 +164,10 @@ func (t *Topology) denyInfo(addr string) {
 // isNoPerm reports an ACL denial.
 func isNoPerm(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOPERM") }
 
+// Denied reports whether err is an ACL denial (NOPERM): the command will
+// not run for this user, however often it is asked.
+func Denied(err error) bool { return isNoPerm(err) }
+
 // knowsAOF records whether the master at addr has WAITAOF.
 func (t *Topology) knowsAOF(addr string, has bool) nodeFacts {
 	t.mu.Lock()

@@ -23,10 +23,12 @@ import (
 // RouteTo sends every command the Conn runs for locks (scripts, reads,
 // force unlocks) to the server at addr, over a client of its own, instead
 // of the user's client; "" sends them through the user's client again. It
-// reports whether the route changed: only a go-redis FailoverClient is
-// routed (a FailoverClusterClient reloads its slot map itself).
+// reports whether the route changed: only a client that follows a
+// Sentinel group's master is routed (a FailoverClient, or a
+// FailoverClusterClient, whose slot map comes from the same sentinel and
+// lags as its pool does).
 func (c *Conn) RouteTo(ctx context.Context, addr string) (bool, error) {
-	if _, ok := c.rdb.(*redis.Client); !ok || !followsMaster(c.rdb) {
+	if !followsMaster(c.rdb) {
 		return false, nil
 	}
 	var to redis.UniversalClient = c.rdb
