@@ -50,32 +50,8 @@ func TestSentinelWritesFollowTheFirstSentinel(t *testing.T) {
 	if err := keep.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The runtime hears of the first sentinel from its hellos (every 2 s)
-	// and subscribes there to the failover's steps (five channels).
-	first := redis.NewClient(&redis.Options{Addr: addrs[0]})
-	defer first.Close()
-	within(t, 15*time.Second, "the runtime listening to the first sentinel", func() bool {
-		list, err := first.ClientList(ctx).Result()
-		return err == nil && strings.Contains(list, " sub=5 ")
-	})
-
-	lagging := sen.Sentinels()[len(addrs)-1]
-	lagging.Pause(t)
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			lagging.Resume(t)
-		}
-	}
+	resume := failOverPastTheLastSentinel(t, ctx, sen)
 	defer resume()
-	sc := redis.NewSentinelClient(&redis.Options{Addr: addrs[0]})
-	defer sc.Close()
-	within(t, 20*time.Second, "SENTINEL FAILOVER accepted", func() bool { return sc.Failover(ctx, sen.MasterName()).Err() == nil })
-	within(t, 20*time.Second, "the first sentinel naming the replica", func() bool {
-		a, err := sc.GetMasterAddrByName(ctx, sen.MasterName()).Result()
-		return err == nil && len(a) == 2 && net.JoinHostPort(a[0], a[1]) == want.Addr()
-	})
 	named := time.Now()
 	time.Sleep(200 * time.Millisecond)
 
@@ -110,6 +86,42 @@ func TestSentinelWritesFollowTheFirstSentinel(t *testing.T) {
 	if err := keep.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// failOverPastTheLastSentinel has the first sentinel fail the group over
+// to its replica while the last one (the one the test's go-redis client
+// asks) is stopped (SIGSTOP), and returns once the first names the
+// replica. It waits first until the runtime listens to the first sentinel
+// (it hears of it from its hellos, every 2 s, and subscribes there to the
+// failover's steps: five channels). resume resumes the stopped sentinel,
+// once; later calls do nothing.
+func failOverPastTheLastSentinel(t *testing.T, ctx context.Context, sen *redistest.Sentinel) (resume func()) {
+	t.Helper()
+	addrs := sen.Addrs()
+	first := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	defer first.Close()
+	within(t, 15*time.Second, "the runtime listening to the first sentinel", func() bool {
+		list, err := first.ClientList(ctx).Result()
+		return err == nil && strings.Contains(list, " sub=5 ")
+	})
+	lagging := sen.Sentinels()[len(addrs)-1]
+	lagging.Pause(t)
+	resumed := false
+	resume = func() {
+		if !resumed {
+			resumed = true
+			lagging.Resume(t)
+		}
+	}
+	sc := redis.NewSentinelClient(&redis.Options{Addr: addrs[0]})
+	defer sc.Close()
+	within(t, 20*time.Second, "SENTINEL FAILOVER accepted", func() bool { return sc.Failover(ctx, sen.MasterName()).Err() == nil })
+	want := sen.Replica().Addr()
+	within(t, 20*time.Second, "the first sentinel naming the replica", func() bool {
+		a, err := sc.GetMasterAddrByName(ctx, sen.MasterName()).Result()
+		return err == nil && len(a) == 2 && net.JoinHostPort(a[0], a[1]) == want
+	})
+	return resume
 }
 
 // pipeCount is a go-redis hook that counts the pipelines sent through the

@@ -4,8 +4,6 @@ package lockactor_test
 
 import (
 	"context"
-	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,21 +44,8 @@ func TestSentinelLaggingClientAfterTheFormerMasterIsAReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = keep.Unlock(context.Background()) }()
-	first := redis.NewClient(&redis.Options{Addr: addrs[0]})
-	defer first.Close()
-	within(t, 15*time.Second, "the runtime listening to the first sentinel", func() bool {
-		list, err := first.ClientList(ctx).Result()
-		return err == nil && strings.Contains(list, " sub=5 ")
-	})
-
-	lagging := sen.Sentinels()[len(addrs)-1]
-	lagging.Pause(t)
-	sc := redis.NewSentinelClient(&redis.Options{Addr: addrs[0]})
-	defer sc.Close()
-	within(t, 20*time.Second, "SENTINEL FAILOVER accepted", func() bool { return sc.Failover(ctx, sen.MasterName()).Err() == nil })
-	within(t, 20*time.Second, "the first sentinel naming the replica", func() bool {
-		return masterNamed(ctx, sc, sen.MasterName()) == want.Addr()
-	})
+	resume := failOverPastTheLastSentinel(t, ctx, sen)
+	defer resume()
 	oldc := old.Client(t)
 	within(t, 20*time.Second, "the former master replicating the new one", func() bool {
 		role, err := oldc.Do(ctx, "ROLE").Slice()
@@ -95,7 +80,7 @@ func TestSentinelLaggingClientAfterTheFormerMasterIsAReplica(t *testing.T) {
 		}
 	}
 	probeFor("with the client's sentinel stopped", 2*time.Second)
-	lagging.Resume(t)
+	resume()
 	probeFor("after the client's sentinel resumed", 3*time.Second)
 	t.Logf("%d probes", probes)
 	select {
@@ -103,14 +88,4 @@ func TestSentinelLaggingClientAfterTheFormerMasterIsAReplica(t *testing.T) {
 		t.Fatal("a hold taken before the failover was lost across it")
 	default:
 	}
-}
-
-// masterNamed is the master address a sentinel names; "" when it does not
-// answer.
-func masterNamed(ctx context.Context, s *redis.SentinelClient, name string) string {
-	a, err := s.GetMasterAddrByName(ctx, name).Result()
-	if err != nil || len(a) != 2 {
-		return ""
-	}
-	return net.JoinHostPort(a[0], a[1])
 }
