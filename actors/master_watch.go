@@ -33,7 +33,7 @@ import (
 // masterWatch is what watchMaster knows between its rounds.
 type masterWatch struct {
 	known   string    // the master last seen
-	left    string    // the master a sentinel's +switch-master took us off, while the client's sentinel still names it
+	left    string    // a server the client's sentinel names that is not followed: the master a +switch-master took us off, or one that said it is a replica
 	since   time.Time // when the switch being followed was seen; zero: none
 	reached bool      // the pool was seen on known: one last read is due
 	fast    time.Time // asking every switchCheckFast until then
@@ -102,9 +102,14 @@ func (rt *Runtime) watchRound(ctx context.Context, w *masterWatch) {
 		// A sentinel resumed after a stop can name, for a few seconds,
 		// a master that is a replica by now: follow only a server that
 		// says it is master (or that may not be asked: an ACL without
-		// ROLE leaves the client's sentinel the only witness).
-		if ok, err := rt.conn.IsMaster(ctx, view); ok || redisio.Denied(err) {
+		// ROLE leaves the client's sentinel the only witness). One that
+		// says replica is not asked again while the client's sentinel
+		// names it (left), rather than once per round.
+		switch ok, err := rt.conn.IsMaster(ctx, view); {
+		case ok || redisio.Denied(err):
 			next = view
+		case err == nil:
+			w.left = view
 		}
 	}
 	if named := rt.named.Swap(nil); named != nil && *named != w.known && w.known != "" {

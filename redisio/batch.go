@@ -413,9 +413,11 @@ func (b *batcher) answer(c *batchCall, cmd *redis.Cmd, short error, rdb redis.Un
 }
 
 // batcherFor returns the batcher of key's master: the one batcher outside
-// a Cluster, and while RouteTo sends every command to one server.
+// a Cluster, and while RouteTo sends every command to one server (a
+// FailoverClusterClient: a real Cluster is never routed, and its calls
+// skip the question).
 func (c *Conn) batcherFor(ctx context.Context, key string) (*batcher, error) {
-	if c.topo.cluster == nil || c.Routed() != "" {
+	if c.topo.cluster == nil || !c.topo.real && c.Routed() != "" {
 		return c.batch, nil
 	}
 	m, err := c.topo.cluster.MasterForKey(ctx, key)

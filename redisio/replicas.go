@@ -64,7 +64,7 @@ func (c *Conn) targetAt(ctx context.Context, addr string, rdb redis.UniversalCli
 		return syncTarget{} // a Ring, or a Cluster client: no one connection
 	}
 	f, err := c.topo.facts(ctx, addr, cl)
-	if isNoPerm(err) {
+	if Denied(err) {
 		// An explicit count needs no INFO; "every replica" cannot be
 		// counted, so sync is off there until INFO is allowed.
 		c.topo.denyInfo(addr)
@@ -119,7 +119,7 @@ func (c *Conn) aofAt(ctx context.Context, addr string, cl *redis.Client, f nodeF
 // can be granted there until WAIT is allowed. Under the default policy:
 // sync off for that master.
 func (c *Conn) waitRefused(t syncTarget, err error) bool {
-	denied := isNoPerm(err)
+	denied := Denied(err)
 	if !denied && !isUnknownCommand(err) {
 		return false
 	}
@@ -161,12 +161,9 @@ func (t *Topology) denyInfo(addr string) {
 	}
 }
 
-// isNoPerm reports an ACL denial.
-func isNoPerm(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOPERM") }
-
 // Denied reports whether err is an ACL denial (NOPERM): the command will
 // not run for this user, however often it is asked.
-func Denied(err error) bool { return isNoPerm(err) }
+func Denied(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOPERM") }
 
 // knowsAOF records whether the master at addr has WAITAOF.
 func (t *Topology) knowsAOF(addr string, has bool) nodeFacts {
