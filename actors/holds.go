@@ -177,6 +177,10 @@ func (h *hold) confirm(sent time.Time, watchdog time.Duration) {
 	h.loseAt(end)
 }
 
+// over reports whether t is past h's deadline (see loseAt): the hold
+// has ended by then, even if the deadline's timer has not run yet.
+func (h *hold) over(t time.Time) bool { return !h.ends.IsZero() && t.After(h.ends) }
+
 func (h *hold) stopDeadline() {
 	if h.deadline != nil {
 		h.deadline.Stop()

@@ -89,3 +89,54 @@ func TestReleaseFindingNothingClosesLostOnce(t *testing.T) {
 		})
 	}
 }
+
+// A renewal's success that comes back after the hold's deadline does not
+// revive the hold: it was over by then, though the deadline's timer had not
+// run yet (a stalled process fires it late); nor does the watchdog send a
+// renewal for a hold past its deadline. Found by the strict Sentinel
+// torture: a read hold whose last confirmed renewal was sent at T kept its
+// Lost open 1.2 s past T plus the lease, because a renewal sent 0.1 ms
+// after that found the field (kept alive on the master by a renewal no
+// replica had confirmed) and was taken as extending the hold.
+func TestRenewalAfterTheDeadline(t *testing.T) {
+	const wd = 3 * time.Second
+	k := holdKey{"client:1", messages.Exclusive}
+	tests := []struct {
+		name     string
+		recv     time.Duration // when the reply came, after the grant
+		wantLost bool
+	}{
+		{"reply before the deadline", wd - time.Millisecond, false},
+		{"reply at the deadline", wd, false},
+		{"reply after the deadline", wd + time.Millisecond, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hb, v := bookOn(wd)
+			granted := v.Now()
+			h := hb.granted(k, granted, 0, 0, messages.NewLostChan())
+			defer h.stopDeadline()
+			h.offer()
+			sent := granted.Add(wd - time.Millisecond) // in time; the reply is what may be late
+			lost := hb.renewed(&renewed{k: k, h: h, sent: sent, recv: granted.Add(tc.recv), ok: true})
+			if lost != tc.wantLost || h.isLost() != tc.wantLost {
+				t.Fatalf("renewed reported lost %v, Lost closed %v; want %v", lost, h.isLost(), tc.wantLost)
+			}
+			if want := sent.Add(wd); !tc.wantLost && !h.ends.Equal(want) {
+				t.Fatalf("deadline %v after the grant, want %v", h.ends.Sub(granted), want.Sub(granted))
+			}
+		})
+	}
+	t.Run("renewal due after the deadline", func(t *testing.T) {
+		hb, v := bookOn(wd)
+		h := hb.granted(k, v.Now(), 0, 0, messages.NewLostChan())
+		defer h.stopDeadline()
+		h.offer()
+		hb.b.now = v.Now().Add(wd + time.Millisecond) // the actor's clock is past the deadline; its timer has not run
+		sent := 0
+		lost := hb.renewAll(func(holdKey, time.Duration, func() bool, func(bool, error)) { sent++ })
+		if !lost || sent != 0 || !h.isLost() {
+			t.Fatalf("renewAll reported lost %v, sent %d renewals, Lost closed %v; want lost, none sent", lost, sent, h.isLost())
+		}
+	})
+}

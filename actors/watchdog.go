@@ -37,7 +37,7 @@ func (hb *holdBook) renewAll(renew renewFunc) (lostAny bool) {
 		if h.lease > 0 || h.renewing {
 			continue
 		}
-		if h.isLost() { // the deadline passed while we could not renew
+		if h.isLost() || h.over(hb.b.now) { // the deadline passed while we could not renew
 			hb.drop(k, h, true)
 			lostAny = true
 			continue
@@ -45,7 +45,7 @@ func (hb *holdBook) renewAll(renew renewFunc) (lostAny bool) {
 		h.renewing = true
 		sent := hb.b.now
 		renew(k, hb.watchdog, h.dropped.Load, func(ok bool, err error) {
-			b.post(&renewed{k: k, h: h, sent: sent, ok: ok, err: err})
+			b.post(&renewed{k: k, h: h, sent: sent, recv: b.rt.sched.Now(), ok: ok, err: err})
 		})
 	}
 	if hb.renewing() {
@@ -59,14 +59,17 @@ type renewed struct {
 	k    holdKey
 	h    *hold
 	sent time.Time
+	recv time.Time // when the reply came, before it waited in the mailbox
 	ok   bool
 	err  error
 }
 
 // renewed applies a renewal's reply. A renewal that finds the field gone,
 // or no successful renewal before the lease would have run out, loses the
-// hold; Redis errors are retried sooner while lease remains. It reports
-// whether the hold was lost.
+// hold; so does a success that came back after the hold's deadline: the
+// hold was over by then, whether or not the deadline's timer had fired (a
+// stalled process fires it late). Redis errors are retried sooner while
+// lease remains. It reports whether the hold was lost.
 func (hb *holdBook) renewed(m *renewed) (lost bool) {
 	b := hb.b
 	m.h.renewing = false
@@ -82,13 +85,13 @@ func (hb *holdBook) renewed(m *renewed) (lost bool) {
 	obs := b.rt.cfg.Observer
 	b.redisError(OpRenew, m.err)
 	switch {
-	case m.err == nil && m.ok && !h.isLost():
+	case m.err == nil && m.ok && !h.isLost() && !h.over(m.recv):
 		obs.Renewed(b.key, RenewOK)
 		if !m.sent.Before(h.confirmed) { // a successor may have a later one
 			h.confirm(m.sent, hb.watchdog)
 			h.until = hb.b.now.Add(hb.watchdog)
 		}
-	case m.err == nil || hb.b.now.Sub(h.confirmed) >= hb.watchdog:
+	case m.err == nil || h.over(m.recv) || hb.b.now.Sub(h.confirmed) >= hb.watchdog:
 		obs.Renewed(b.key, renewOutcome(m.err))
 		b.rt.cfg.Logger.Warn("lockactor: lock lost", "lock", b.key.Name, "owner", m.k.owner, "err", m.err)
 		hb.drop(m.k, h, true)
