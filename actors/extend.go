@@ -42,7 +42,7 @@ func (hb *holdBook) extend(m *messages.Extend, renew renewFunc) {
 		stale = h.dropped.Load
 	}
 	renew(k, m.Lease, stale, func(ok bool, err error) {
-		b.post(&extended{m: m, h: h, sent: sent, ok: ok, err: err})
+		b.post(&extended{m: m, h: h, sent: sent, recv: b.rt.sched.Now(), ok: ok, err: err})
 	})
 }
 
@@ -52,12 +52,15 @@ type extended struct {
 	m    *messages.Extend
 	h    *hold // a handle's Extend: the hold it extended; nil for a coordinator's
 	sent time.Time
+	recv time.Time // when the reply came, before it waited in the mailbox
 	ok   bool
 	err  error
 }
 
 // extended keeps the record in step with a coordinator's renewal and
 // answers it. It reports whether the hold was found gone (and is now lost).
+// A handle's Extend whose reply came back after the hold's deadline loses
+// the hold, whatever it says: the hold was over by then (see renewed).
 func (hb *holdBook) extended(m *extended) (lost bool) {
 	k := holdKey{m.m.Owner, m.m.Mode}
 	b := hb.b
@@ -83,6 +86,9 @@ func (hb *holdBook) extended(m *extended) (lost bool) {
 	}
 	ok := m.ok
 	if h != nil && m.err == nil {
+		if ok && m.h != nil && h.over(m.recv) {
+			ok = false // over before the reply came, as renewed judges a renewal's
+		}
 		if ok {
 			h.lease = m.m.Lease
 			h.confirm(m.sent, hb.watchdog)

@@ -90,8 +90,8 @@ func TestReleaseFindingNothingClosesLostOnce(t *testing.T) {
 	}
 }
 
-// A renewal's success that comes back after the hold's deadline does not
-// revive the hold: it was over by then, though the deadline's timer had not
+// A renewal's (or a handle's Extend's) success that comes back after the
+// hold's deadline does not revive the hold: it was over by then, though the deadline's timer had not
 // run yet (a stalled process fires it late); nor does the watchdog send a
 // renewal for a hold past its deadline. Found by the strict Sentinel
 // torture: a read hold whose last confirmed renewal was sent at T kept its
@@ -124,6 +124,20 @@ func TestRenewalAfterTheDeadline(t *testing.T) {
 			}
 			if want := sent.Add(wd); !tc.wantLost && !h.ends.Equal(want) {
 				t.Fatalf("deadline %v after the grant, want %v", h.ends.Sub(granted), want.Sub(granted))
+			}
+		})
+	}
+	for _, tc := range tests {
+		t.Run("Extend, "+tc.name, func(t *testing.T) {
+			hb, v := bookOn(wd)
+			granted := v.Now()
+			h := hb.granted(k, granted, wd, 0, messages.NewLostChan()) // a fixed lease, as long
+			defer h.stopDeadline()
+			h.offer()
+			m := &messages.Extend{Owner: k.owner, Mode: k.mode, Lease: wd, Handle: true, Reply: make(chan messages.ExtendResult, 1)}
+			lost := hb.extended(&extended{m: m, h: h, sent: granted.Add(wd - time.Millisecond), recv: granted.Add(tc.recv), ok: true})
+			if res := <-m.Reply; lost != tc.wantLost || h.isLost() != tc.wantLost || res.OK == tc.wantLost {
+				t.Fatalf("extended reported lost %v, Lost closed %v, answered OK %v; want lost %v", lost, h.isLost(), res.OK, tc.wantLost)
 			}
 		})
 	}
