@@ -91,9 +91,9 @@ func TestReleaseFindingNothingClosesLostOnce(t *testing.T) {
 }
 
 // A renewal's (or a handle's Extend's) success that comes back after the
-// hold's deadline does not revive the hold: it was over by then, though the deadline's timer had not
-// run yet (a stalled process fires it late); nor does the watchdog send a
-// renewal for a hold past its deadline. Found by the strict Sentinel
+// hold's deadline does not revive the hold: it was over by then, though
+// the deadline's timer had not run yet (a stalled process fires it late);
+// nor does the watchdog send a renewal for a hold past its deadline. Found by the strict Sentinel
 // torture: a read hold whose last confirmed renewal was sent at T kept its
 // Lost open 1.2 s past T plus the lease, because a renewal sent 0.1 ms
 // after that found the field (kept alive on the master by a renewal no
